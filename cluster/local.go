@@ -1,0 +1,160 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/deadbolt/deadbolt/fsm"
+)
+
+// Deliverer hands published messages to this node's own subscribers and
+// returns how many subscribers received them.
+type Deliverer interface {
+	Deliver(msgs []fsm.Publish) int
+}
+
+// Clock is where a node takes time from. The leader stamps log entries
+// with it; tests move a manual clock forward instead of sleeping.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now returns the current time.
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// ManualClock is a clock that starts at the real time and then moves only
+// when told to; real time keeps passing underneath unless frozen. The zero
+// value is the wall clock.
+type ManualClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+// Now returns the wall clock plus every Advance so far.
+func (c *ManualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock forward by d.
+func (c *ManualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+}
+
+// reapBatch is how many expired keys one active-expiry command removes.
+const reapBatch = 1000
+
+// reapInterval is how often a node checks for expired keys to reap.
+const reapInterval = 100 * time.Millisecond
+
+// Local drives a state machine on one node with no replication: commands
+// are applied in the order they arrive, stamped with the local clock. It
+// is the embedded single node and the in-process test double.
+type Local struct {
+	mu      sync.Mutex
+	fsm     *fsm.FSM
+	clock   Clock
+	deliver Deliverer
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewLocal returns a driver for f and starts its active expiry. deliver
+// may be nil when nothing subscribes.
+func NewLocal(f *fsm.FSM, clock Clock, deliver Deliverer) *Local {
+	if clock == nil {
+		clock = SystemClock{}
+	}
+	l := &Local{fsm: f, clock: clock, deliver: deliver, stop: make(chan struct{}), done: make(chan struct{})}
+	go l.expireLoop()
+	return l
+}
+
+func (l *Local) nowMs() int64 { return l.clock.Now().UnixMilli() }
+
+// Apply applies one command (or transaction) and delivers what it
+// published.
+func (l *Local) Apply(_ context.Context, cmd fsm.Command) (fsm.Result, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	res := l.fsm.Apply(l.nowMs(), cmd)
+	if len(res.Effects) > 0 && l.deliver != nil {
+		res.Receivers = l.deliver.Deliver(res.Effects)
+	}
+	return res, nil
+}
+
+// Read runs a read-only command.
+func (l *Local) Read(_ context.Context, cmd fsm.Command) (fsm.Result, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fsm.Read(l.nowMs(), cmd), nil
+}
+
+// KeyVersion returns the version WATCH records for a key.
+func (l *Local) KeyVersion(_ context.Context, db int, key string) (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fsm.KeyVersion(db, key, l.nowMs()), nil
+}
+
+// Expire runs one pass of active expiry now (tests call it after moving
+// the clock); it returns how many keys it removed.
+func (l *Local) Expire() int {
+	n := 0
+	for {
+		l.mu.Lock()
+		next, ok := l.fsm.NextDeadline()
+		now := l.nowMs()
+		if !ok || next > now {
+			l.mu.Unlock()
+			return n
+		}
+		res := l.fsm.Apply(now, fsm.ReapCommand(reapBatch))
+		l.mu.Unlock()
+		n += int(res.Reply.Int)
+		if res.Reply.Int < reapBatch {
+			return n
+		}
+	}
+}
+
+func (l *Local) expireLoop() {
+	defer close(l.done)
+	t := time.NewTicker(reapInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.Expire()
+		}
+	}
+}
+
+// Close stops active expiry.
+func (l *Local) Close() error {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+	<-l.done
+	return nil
+}
+
+// Snapshot writes the state machine's snapshot (for tests and tools).
+func (l *Local) Snapshot(w interface{ Write([]byte) (int, error) }) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fsm.Snapshot(w)
+}

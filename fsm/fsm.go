@@ -1,0 +1,202 @@
+package fsm
+
+import (
+	"github.com/deadbolt/deadbolt/resp"
+)
+
+// NumDBs is the number of logical databases, as in Redis.
+const NumDBs = 16
+
+// Command is one unit of work applied to the state machine: a single Redis
+// command, or a whole MULTI/EXEC transaction.
+type Command struct {
+	DB    int        // database selected by the connection
+	Args  [][]byte   // argv of a single command (nil for a transaction)
+	Tx    [][][]byte // the queued commands of a transaction, applied as one
+	Watch []Watch    // keys WATCHed by the connection; any change aborts Tx
+}
+
+// Watch is a key version observed by WATCH. EXEC aborts when the key's
+// version is no longer the same.
+type Watch struct {
+	DB      int
+	Key     string
+	Version uint64
+}
+
+// Publish is a message published by a command. It is an effect, not
+// state: each node delivers it to its own subscribers after applying.
+type Publish struct {
+	Channel []byte
+	Message []byte
+	Shard   bool // SPUBLISH
+}
+
+// Result is what applying a Command produced.
+type Result struct {
+	Reply   resp.Reply
+	Effects []Publish
+	DB      int // the connection's database afterwards (SELECT inside MULTI)
+	// Receivers is filled in by the node after it delivered Effects to its
+	// own subscribers: PUBLISH replies with it.
+	Receivers int
+}
+
+// scriptEngine runs Lua scripts (luaexec, adapted in script_engine.go).
+type scriptEngine interface {
+	Compile(sha string, body []byte) resp.Reply
+	Run(sha string, body []byte, keys, argv [][]byte, call func(args [][]byte) resp.Reply) resp.Reply
+	Forget()
+	Close()
+}
+
+// newScriptEngine is set by script_engine.go.
+var newScriptEngine = func(Options) scriptEngine { return nil }
+
+// FSM is the keyspace and everything replicated with it. It is not safe
+// for concurrent use: one goroutine applies, and reads are serialised with
+// applies by the caller.
+//
+// Nothing in here reads the wall clock, draws random numbers or depends on
+// Go's map iteration order: the same commands with the same times give the
+// same state and the same replies on every node.
+type FSM struct {
+	dbs     [NumDBs]*keyspace
+	now     int64  // ms; never moves backward
+	version uint64 // bumped by every change to a key; see versions.go
+	tombs   tombstones
+	scripts map[string][]byte // SCRIPT LOAD and EVAL bodies by sha1
+	lua     scriptEngine      // compiled-script cache; derived, not replicated
+	opt     Options
+	expires expiryIndex // keys with a deadline, ordered for reaping
+}
+
+// Options tunes a state machine.
+type Options struct {
+	ScriptBudget int64 // work units one script may use; 0 for the default
+}
+
+// New returns an empty state machine.
+func New(opt Options) *FSM {
+	f := newState(opt)
+	f.lua = newScriptEngine(opt)
+	return f
+}
+
+func newState(opt Options) *FSM {
+	f := &FSM{scripts: make(map[string][]byte), opt: opt}
+	for i := range f.dbs {
+		f.dbs[i] = newKeyspace()
+	}
+	return f
+}
+
+// Close releases the script engine.
+func (f *FSM) Close() {
+	if f.lua != nil {
+		f.lua.Close()
+	}
+}
+
+// Now is the state machine's time in Unix milliseconds.
+func (f *FSM) Now() int64 { return f.now }
+
+// advance moves the clock to t unless that would move it backward.
+func (f *FSM) advance(t int64) int64 {
+	if t > f.now {
+		f.now = t
+	}
+	return f.now
+}
+
+// Apply applies cmd at time now (taken from the log, stamped by the
+// leader). It may change state.
+func (f *FSM) Apply(now int64, cmd Command) Result {
+	c := &Ctx{f: f, now: f.advance(now)}
+	return c.run(cmd)
+}
+
+// Read runs a read-only command without changing any state, not even the
+// clock or lazily expired keys. now is the caller's best view of the
+// current time; the state machine's own clock is used if it is later.
+func (f *FSM) Read(now int64, cmd Command) Result {
+	if now < f.now {
+		now = f.now
+	}
+	c := &Ctx{f: f, now: now, readOnly: true}
+	return c.run(cmd)
+}
+
+func (c *Ctx) run(cmd Command) Result {
+	if cmd.DB < 0 || cmd.DB >= NumDBs {
+		return Result{Reply: resp.Err(msgDBIndex), DB: cmd.DB}
+	}
+	c.selectDB(cmd.DB)
+	var r resp.Reply
+	if cmd.Args == nil {
+		r = c.exec(cmd)
+	} else {
+		r = c.call(cmd.Args)
+	}
+	return Result{Reply: r, Effects: c.effects, DB: c.dbIndex}
+}
+
+// exec applies a transaction: all commands or, if a watched key changed,
+// none (nil array reply, as EXEC gives).
+func (c *Ctx) exec(cmd Command) resp.Reply {
+	for _, w := range cmd.Watch {
+		if w.DB < 0 || w.DB >= NumDBs || c.f.keyVersion(w.DB, w.Key, c.now) != w.Version {
+			return resp.Reply{Type: resp.NilArray}
+		}
+	}
+	out := make([]resp.Reply, len(cmd.Tx))
+	for i, args := range cmd.Tx {
+		out[i] = c.call(args)
+	}
+	return resp.Reply{Type: resp.Array, Elems: out}
+}
+
+// Ctx is the context of one command being applied: the state, the
+// database, the time, and what the command publishes.
+type Ctx struct {
+	f        *FSM
+	db       *keyspace
+	dbIndex  int
+	now      int64
+	readOnly bool       // served outside the log: must not change anything
+	script   *scriptRun // non-nil while a script runs (script_engine.go)
+	effects  []Publish
+}
+
+func (c *Ctx) selectDB(i int) {
+	c.dbIndex = i
+	c.db = c.f.dbs[i]
+}
+
+// Now is the command's time in Unix milliseconds.
+func (c *Ctx) Now() int64 { return c.now }
+
+// publish records a message to deliver after the command is applied.
+func (c *Ctx) publish(channel, msg []byte, shard bool) {
+	c.effects = append(c.effects, Publish{
+		Channel: append([]byte(nil), channel...),
+		Message: append([]byte(nil), msg...),
+		Shard:   shard,
+	})
+}
+
+// call looks up and runs one command with Redis's checks: unknown
+// command, arity, and, for reads served outside the log, write commands.
+func (c *Ctx) call(args [][]byte) resp.Reply {
+	spec, ok := Lookup(args[0])
+	if !ok {
+		return resp.Err(UnknownCommand(args))
+	}
+	if !spec.arityOK(len(args)) {
+		return resp.Err(WrongArity(spec.Name))
+	}
+	if c.readOnly && spec.Flags&Write != 0 {
+		return resp.Err(msgWriteInRead)
+	}
+	return spec.fn(c, args)
+}

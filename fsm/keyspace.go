@@ -1,0 +1,281 @@
+package fsm
+
+import (
+	"container/heap"
+	"sort"
+)
+
+// Kind is the type of a value, as TYPE reports it.
+type Kind uint8
+
+// Value kinds.
+const (
+	KindString Kind = iota + 1
+	KindHash
+	KindList
+	KindSet
+	KindZSet
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindString:
+		return "string"
+	case KindHash:
+		return "hash"
+	case KindList:
+		return "list"
+	case KindSet:
+		return "set"
+	case KindZSet:
+		return "zset"
+	}
+	return "none"
+}
+
+// Value is one key's value. Exactly one of the payload fields is used,
+// according to Kind.
+type Value struct {
+	Kind     Kind
+	Str      []byte
+	Hash     *Hash
+	List     *List
+	Set      *Set
+	ZSet     *ZSet
+	Deadline int64  // expiry in Unix ms; 0 means none
+	Version  uint64 // f.version when the key last changed
+}
+
+// keyspace is one logical database.
+type keyspace struct {
+	keys map[string]*Value
+}
+
+func newKeyspace() *keyspace {
+	return &keyspace{keys: make(map[string]*Value)}
+}
+
+// sortedKeys returns the database's key names in byte order (including
+// keys that are expired but not yet reaped).
+func (ks *keyspace) sortedKeys() []string {
+	out := make([]string, 0, len(ks.keys))
+	for k := range ks.keys {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (v *Value) expired(now int64) bool {
+	return v.Deadline != 0 && v.Deadline <= now
+}
+
+// lookup returns the live value of key, or nil. An expired key is absent;
+// when the command is applied through the log (not a read on the side) it
+// is also removed, which every node does at the same point.
+func (c *Ctx) lookup(key []byte) *Value {
+	v := c.db.keys[string(key)]
+	if v == nil {
+		return nil
+	}
+	if v.expired(c.now) {
+		if !c.readOnly {
+			c.remove(string(key))
+		}
+		return nil
+	}
+	return v
+}
+
+// lookupKind returns the live value of key if it has the given kind. ok is
+// false when the key exists with another kind; the caller replies
+// WRONGTYPE.
+func (c *Ctx) lookupKind(key []byte, kind Kind) (v *Value, ok bool) {
+	v = c.lookup(key)
+	if v != nil && v.Kind != kind {
+		return nil, false
+	}
+	return v, true
+}
+
+// put stores v under key as a new value (no deadline unless v has one)
+// and marks the key changed.
+func (c *Ctx) put(key []byte, v *Value) {
+	c.mustWrite()
+	k := string(key)
+	c.f.version++
+	v.Version = c.f.version
+	c.db.keys[k] = v
+	if v.Deadline != 0 {
+		c.f.expires.add(c.dbIndex, k, v.Deadline)
+	}
+}
+
+// touch marks a key changed in place (HSET on an existing hash, ...).
+func (c *Ctx) touch(v *Value) {
+	c.mustWrite()
+	c.f.version++
+	v.Version = c.f.version
+}
+
+// setDeadline sets or clears (0) a key's expiry; the caller touches the
+// key.
+func (c *Ctx) setDeadline(key []byte, v *Value, deadline int64) {
+	c.mustWrite()
+	v.Deadline = deadline
+	if deadline != 0 {
+		c.f.expires.add(c.dbIndex, string(key), deadline)
+	}
+}
+
+// del removes key if it exists and is live; it reports whether it did.
+func (c *Ctx) del(key []byte) bool {
+	if c.lookup(key) == nil {
+		return false
+	}
+	c.remove(string(key))
+	return true
+}
+
+// remove deletes a key unconditionally, leaving a tombstone for WATCH.
+func (c *Ctx) remove(k string) {
+	c.mustWrite()
+	if _, ok := c.db.keys[k]; !ok {
+		return
+	}
+	delete(c.db.keys, k)
+	c.f.version++
+	c.f.tombs.add(c.dbIndex, k, c.f.version)
+}
+
+// removeIfEmpty deletes an aggregate that has no elements left, as Redis
+// does after HDEL, LPOP, SREM, ZREM and friends.
+func (c *Ctx) removeIfEmpty(key []byte, v *Value) {
+	if v.len() == 0 {
+		c.remove(string(key))
+	}
+}
+
+func (v *Value) len() int {
+	switch v.Kind {
+	case KindString:
+		return len(v.Str)
+	case KindHash:
+		return v.Hash.Len()
+	case KindList:
+		return v.List.Len()
+	case KindSet:
+		return v.Set.Len()
+	case KindZSet:
+		return v.ZSet.Len()
+	}
+	return 0
+}
+
+// mustWrite guards the read path: a handler that changes state while
+// serving a read outside the log is a bug that would make replicas
+// diverge.
+func (c *Ctx) mustWrite() {
+	if c.readOnly {
+		panic("fsm: state change on the read path")
+	}
+}
+
+// flush empties one database (or all with db < 0). Every key in it counts
+// as changed for WATCH.
+func (c *Ctx) flush(db int) {
+	c.mustWrite()
+	for i := range c.f.dbs {
+		if db >= 0 && i != db {
+			continue
+		}
+		c.f.dbs[i] = newKeyspace()
+	}
+	c.db = c.f.dbs[c.dbIndex]
+	c.f.version++
+	c.f.tombs.reset(c.f.version)
+	c.f.expires.dropDB(db)
+}
+
+// expiryIndex orders keys with a deadline by (deadline, db, key), so that
+// active expiry removes them in the same order on every node. Entries are
+// not removed when a deadline changes; a popped entry whose deadline no
+// longer matches the key is skipped.
+type expiryIndex struct{ h expiryHeap }
+
+type expiryEntry struct {
+	deadline int64
+	db       int
+	key      string
+}
+
+type expiryHeap []expiryEntry
+
+func (h expiryHeap) Len() int { return len(h) }
+func (h expiryHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if a.deadline != b.deadline {
+		return a.deadline < b.deadline
+	}
+	if a.db != b.db {
+		return a.db < b.db
+	}
+	return a.key < b.key
+}
+func (h expiryHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *expiryHeap) Push(x any)   { *h = append(*h, x.(expiryEntry)) }
+func (h *expiryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+func (x *expiryIndex) add(db int, key string, deadline int64) {
+	heap.Push(&x.h, expiryEntry{deadline: deadline, db: db, key: key})
+}
+
+func (x *expiryIndex) dropDB(db int) {
+	if db < 0 {
+		x.h = nil
+		return
+	}
+	kept := x.h[:0]
+	for _, e := range x.h {
+		if e.db != db {
+			kept = append(kept, e)
+		}
+	}
+	x.h = kept
+	heap.Init(&x.h)
+}
+
+// NextDeadline returns the earliest deadline in the expiry index (which may
+// belong to a key whose deadline has since changed), and false if none.
+// The node uses it to decide when to propose active expiry.
+func (f *FSM) NextDeadline() (int64, bool) {
+	if len(f.expires.h) == 0 {
+		return 0, false
+	}
+	return f.expires.h[0].deadline, true
+}
+
+// reap removes up to limit expired keys, earliest deadline first, and
+// returns how many it removed.
+func (c *Ctx) reap(limit int) int {
+	n := 0
+	x := &c.f.expires
+	for n < limit && len(x.h) > 0 && x.h[0].deadline <= c.now {
+		e := heap.Pop(&x.h).(expiryEntry)
+		v := c.f.dbs[e.db].keys[e.key]
+		if v == nil || v.Deadline != e.deadline {
+			continue // stale entry
+		}
+		saved := c.dbIndex
+		c.selectDB(e.db)
+		c.remove(e.key)
+		c.selectDB(saved)
+		n++
+	}
+	return n
+}

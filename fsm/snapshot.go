@@ -1,0 +1,305 @@
+package fsm
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+)
+
+// Snapshot format, version 1. Everything is written in a fixed order
+// (sorted keys, sorted script hashes, tombstones oldest first) so that two
+// state machines that applied the same log write identical bytes.
+//
+//	magic "DBOLTSNP", version byte
+//	now (varint), version (uvarint)
+//	tombstones: floor, count, then (db, key, version) oldest first
+//	scripts: count, then (sha, body) by sha
+//	per non-empty db: db+1 (uvarint), key count, then keys in byte order:
+//	  key, kind byte, deadline (varint), version (uvarint), payload
+//	0 (end)
+//
+// Strings are uvarint-length-prefixed. Unknown versions are refused.
+const (
+	snapshotMagic   = "DBOLTSNP"
+	snapshotVersion = 1
+	maxSnapString   = 1 << 31
+)
+
+// ErrSnapshotFormat is returned when a snapshot cannot be decoded.
+var ErrSnapshotFormat = errors.New("fsm: malformed snapshot")
+
+type encoder struct {
+	w   *bufio.Writer
+	buf [binary.MaxVarintLen64]byte
+}
+
+func (e *encoder) uvarint(x uint64) {
+	n := binary.PutUvarint(e.buf[:], x)
+	e.w.Write(e.buf[:n])
+}
+
+func (e *encoder) varint(x int64) {
+	n := binary.PutVarint(e.buf[:], x)
+	e.w.Write(e.buf[:n])
+}
+
+func (e *encoder) bytes(b []byte) {
+	e.uvarint(uint64(len(b)))
+	e.w.Write(b)
+}
+
+func (e *encoder) str(s string) {
+	e.uvarint(uint64(len(s)))
+	e.w.WriteString(s)
+}
+
+func (e *encoder) float(f float64) {
+	binary.LittleEndian.PutUint64(e.buf[:8], math.Float64bits(f))
+	e.w.Write(e.buf[:8])
+}
+
+type decoder struct {
+	r   *bufio.Reader
+	err error
+}
+
+func (d *decoder) fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	x, err := binary.ReadUvarint(d.r)
+	if err != nil {
+		d.fail(fmt.Errorf("%w: %v", ErrSnapshotFormat, err))
+	}
+	return x
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	x, err := binary.ReadVarint(d.r)
+	if err != nil {
+		d.fail(fmt.Errorf("%w: %v", ErrSnapshotFormat, err))
+	}
+	return x
+}
+
+// count reads an element count, refusing absurd ones before anything is
+// allocated for them.
+func (d *decoder) count() int {
+	n := d.uvarint()
+	if n > maxSnapString {
+		d.fail(fmt.Errorf("%w: count %d", ErrSnapshotFormat, n))
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.count()
+	if d.err != nil {
+		return nil
+	}
+	b := make([]byte, 0, min(n, 1<<20))
+	for len(b) < n {
+		chunk := min(n-len(b), 1<<20)
+		start := len(b)
+		b = append(b, make([]byte, chunk)...)
+		if _, err := io.ReadFull(d.r, b[start:]); err != nil {
+			d.fail(fmt.Errorf("%w: %v", ErrSnapshotFormat, err))
+			return nil
+		}
+	}
+	return b
+}
+
+func (d *decoder) float() float64 {
+	var b [8]byte
+	if d.err != nil {
+		return 0
+	}
+	if _, err := io.ReadFull(d.r, b[:]); err != nil {
+		d.fail(fmt.Errorf("%w: %v", ErrSnapshotFormat, err))
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(b[:]))
+}
+
+// Snapshot writes the whole state to w.
+func (f *FSM) Snapshot(w io.Writer) error {
+	e := &encoder{w: bufio.NewWriterSize(w, 64<<10)}
+	e.w.WriteString(snapshotMagic)
+	e.w.WriteByte(snapshotVersion)
+	e.varint(f.now)
+	e.uvarint(f.version)
+
+	e.uvarint(f.tombs.floor)
+	live := []tombEntry(nil)
+	if f.tombs.byKey != nil {
+		live = f.tombs.liveEntries()
+	}
+	e.uvarint(uint64(len(live)))
+	for _, t := range live {
+		e.uvarint(uint64(t.k.db))
+		e.str(t.k.key)
+		e.uvarint(t.v)
+	}
+
+	shas := make([]string, 0, len(f.scripts))
+	for sha := range f.scripts {
+		shas = append(shas, sha)
+	}
+	sort.Strings(shas)
+	e.uvarint(uint64(len(shas)))
+	for _, sha := range shas {
+		e.str(sha)
+		e.bytes(f.scripts[sha])
+	}
+
+	for i, ks := range f.dbs {
+		if len(ks.keys) == 0 {
+			continue
+		}
+		e.uvarint(uint64(i + 1))
+		keys := ks.sortedKeys()
+		e.uvarint(uint64(len(keys)))
+		for _, k := range keys {
+			v := ks.keys[k]
+			e.str(k)
+			e.w.WriteByte(byte(v.Kind))
+			e.varint(v.Deadline)
+			e.uvarint(v.Version)
+			v.encode(e)
+		}
+	}
+	e.uvarint(0)
+	return e.w.Flush()
+}
+
+func (v *Value) encode(e *encoder) {
+	switch v.Kind {
+	case KindString:
+		e.bytes(v.Str)
+	case KindHash:
+		e.uvarint(uint64(v.Hash.Len()))
+		v.Hash.Each(func(f, val []byte) bool {
+			e.bytes(f)
+			e.bytes(val)
+			return true
+		})
+	case KindList:
+		v.List.encode(e)
+	case KindSet:
+		v.Set.encode(e)
+	case KindZSet:
+		v.ZSet.encode(e)
+	default:
+		panic("fsm: unknown kind in keyspace")
+	}
+}
+
+func decodeValue(d *decoder, kind Kind) *Value {
+	v := &Value{Kind: kind}
+	switch kind {
+	case KindString:
+		v.Str = d.bytes()
+	case KindHash:
+		n := d.count()
+		v.Hash = NewHash()
+		for i := 0; i < n && d.err == nil; i++ {
+			f := d.bytes()
+			v.Hash.Set(f, d.bytes())
+		}
+	case KindList:
+		v.List = decodeList(d)
+	case KindSet:
+		v.Set = decodeSet(d)
+	case KindZSet:
+		v.ZSet = decodeZSet(d)
+	default:
+		d.fail(fmt.Errorf("%w: unknown kind %d", ErrSnapshotFormat, kind))
+	}
+	return v
+}
+
+// Restore replaces the whole state with the snapshot read from r. On error
+// the state machine is left unchanged.
+func (f *FSM) Restore(r io.Reader) error {
+	d := &decoder{r: bufio.NewReaderSize(r, 64<<10)}
+	var head [len(snapshotMagic) + 1]byte
+	if _, err := io.ReadFull(d.r, head[:]); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
+		return fmt.Errorf("%w: bad header", ErrSnapshotFormat)
+	}
+	if head[len(snapshotMagic)] != snapshotVersion {
+		return fmt.Errorf("%w: unsupported version %d", ErrSnapshotFormat, head[len(snapshotMagic)])
+	}
+	n := newState(f.opt)
+	n.now = d.varint()
+	n.version = d.uvarint()
+
+	floor := d.uvarint()
+	n.tombs.reset(floor)
+	for i, c := 0, d.count(); i < c && d.err == nil; i++ {
+		db := d.uvarint()
+		key := string(d.bytes())
+		ver := d.uvarint()
+		if db >= NumDBs {
+			d.fail(fmt.Errorf("%w: db %d", ErrSnapshotFormat, db))
+		}
+		n.tombs.add(int(db), key, ver)
+	}
+
+	for i, c := 0, d.count(); i < c && d.err == nil; i++ {
+		sha := string(d.bytes())
+		n.scripts[sha] = d.bytes()
+	}
+
+	for d.err == nil {
+		db := d.uvarint()
+		if db == 0 || d.err != nil {
+			break
+		}
+		if db > NumDBs {
+			d.fail(fmt.Errorf("%w: db %d", ErrSnapshotFormat, db-1))
+			break
+		}
+		ks := n.dbs[db-1]
+		for i, c := 0, d.count(); i < c && d.err == nil; i++ {
+			key := string(d.bytes())
+			kind, err := d.r.ReadByte()
+			if err != nil {
+				d.fail(fmt.Errorf("%w: %v", ErrSnapshotFormat, err))
+				break
+			}
+			deadline := d.varint()
+			ver := d.uvarint()
+			v := decodeValue(d, Kind(kind))
+			v.Deadline = deadline
+			v.Version = ver
+			ks.keys[key] = v
+			if deadline != 0 {
+				n.expires.add(int(db-1), key, deadline)
+			}
+		}
+	}
+	if d.err != nil {
+		return d.err
+	}
+	// Keep this node's compiled-script cache; it is derived state.
+	n.lua = f.lua
+	if n.lua != nil {
+		n.lua.Forget()
+	}
+	*f = *n
+	return nil
+}

@@ -1,0 +1,170 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/deadbolt/deadbolt/fsm"
+	"github.com/deadbolt/deadbolt/resp"
+)
+
+// conn is one client connection and its state.
+type conn struct {
+	srv     *Server
+	nc      net.Conn
+	id      uint64
+	rd      *resp.Reader
+	created time.Time
+	addr    string
+	laddr   string
+
+	// Owned by the connection's goroutine.
+	db       int
+	authed   bool
+	multi    *multiState
+	watches  []fsm.Watch
+	lastCmd  string
+	closing  bool // QUIT: close after the reply is written
+	protoErr bool
+
+	// Shared with other goroutines (CLIENT LIST, pub/sub delivery).
+	mu       sync.Mutex
+	name     string
+	out      []byte // replies and messages not yet written
+	subs     subscriptions
+	kicked   bool // a writer goroutine is flushing pushed messages
+	dead     bool
+	lastUsed time.Time
+
+	wmu sync.Mutex // serialises writes to nc
+}
+
+type multiState struct {
+	queued [][][]byte
+	dirty  bool // a command failed to queue: EXEC answers EXECABORT
+}
+
+func newConn(s *Server, nc net.Conn, id uint64) *conn {
+	c := &conn{
+		srv:      s,
+		nc:       nc,
+		id:       id,
+		created:  time.Now(),
+		lastUsed: time.Now(),
+		addr:     nc.RemoteAddr().String(),
+		laddr:    nc.LocalAddr().String(),
+		authed:   s.cfg.RequirePass == "",
+	}
+	c.rd = resp.NewReader(nc)
+	c.rd.MaxBulkLen = s.cfg.MaxBulkLen
+	c.rd.MaxRequest = s.cfg.MaxQueryBuffer
+	c.rd.Unauthenticated = !c.authed
+	return c
+}
+
+func (c *conn) serve() {
+	defer c.shutdown()
+	for {
+		args, err := c.rd.ReadCommand()
+		if err != nil {
+			var pe *resp.ProtocolError
+			if errors.As(err, &pe) {
+				c.reply(resp.Err("ERR " + pe.Error()))
+				c.flush()
+			}
+			return
+		}
+		c.mu.Lock()
+		c.lastUsed = time.Now()
+		c.mu.Unlock()
+		c.srv.stats.commands.Add(1)
+		c.dispatch(args)
+		if c.closing {
+			c.flush()
+			return
+		}
+		// Answer a pipeline in one write: flush only when no further
+		// request is already buffered.
+		if c.rd.Buffered() == 0 {
+			if c.flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+func (c *conn) shutdown() {
+	c.mu.Lock()
+	c.dead = true
+	c.mu.Unlock()
+	c.srv.hub.unsubscribeAll(c)
+	c.nc.Close()
+}
+
+// reply queues one reply.
+func (c *conn) reply(r resp.Reply) {
+	c.mu.Lock()
+	c.out = r.Append(c.out)
+	c.mu.Unlock()
+}
+
+// flush writes everything queued.
+func (c *conn) flush() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.mu.Lock()
+	buf := c.out
+	c.out = nil
+	c.kicked = false
+	c.mu.Unlock()
+	if len(buf) == 0 {
+		return nil
+	}
+	_, err := c.nc.Write(buf)
+	if err != nil {
+		c.nc.Close()
+	}
+	return err
+}
+
+// push queues a message for a subscriber from another goroutine and makes
+// sure it gets written without waiting for the client's next command. A
+// subscriber that does not read its messages is disconnected once its
+// backlog passes the pub/sub output limit.
+func (c *conn) push(msg []byte) bool {
+	c.mu.Lock()
+	if c.dead {
+		c.mu.Unlock()
+		return false
+	}
+	c.out = append(c.out, msg...)
+	if len(c.out) > c.srv.cfg.PubSubOutputLimit {
+		c.dead = true
+		c.out = nil
+		c.mu.Unlock()
+		c.nc.Close()
+		return true
+	}
+	kick := !c.kicked
+	c.kicked = true
+	c.mu.Unlock()
+	if kick {
+		go c.flush()
+	}
+	return true
+}
+
+func sortConns(cs []*conn) {
+	sort.Slice(cs, func(i, j int) bool { return cs[i].id < cs[j].id })
+}
+
+func newRunID() string {
+	var b [20]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

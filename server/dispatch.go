@@ -1,0 +1,177 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/deadbolt/deadbolt/fsm"
+	"github.com/deadbolt/deadbolt/resp"
+)
+
+// connFlag classifies a command the server answers itself.
+type connFlag uint8
+
+const (
+	noAuth     connFlag = 1 << iota // allowed before AUTH
+	inSubMode                       // allowed in RESP2 subscribed mode
+	multiCtl                        // MULTI EXEC DISCARD WATCH UNWATCH: not queued
+	connAdmin                       // administrative (CLIENT, CONFIG, ...)
+	connPubSub                      // SUBSCRIBE family
+)
+
+type connHandler func(c *conn, args [][]byte)
+
+// connSpec is a command answered by the server without the keyspace:
+// connection state, pub/sub, transactions, introspection.
+type connSpec struct {
+	name  string
+	arity int
+	flags connFlag
+	fn    connHandler
+}
+
+var connCommands = map[string]*connSpec{}
+
+func registerConn(specs ...connSpec) {
+	for i := range specs {
+		s := specs[i]
+		s.name = strings.ToLower(s.name)
+		if _, dup := connCommands[s.name]; dup {
+			panic("server: command registered twice: " + s.name)
+		}
+		connCommands[s.name] = &s
+	}
+}
+
+func lookupConn(name []byte) (*connSpec, bool) {
+	if len(name) > 32 {
+		return nil, false
+	}
+	s, ok := connCommands[strings.ToLower(string(name))]
+	return s, ok
+}
+
+func arityOK(arity, argc int) bool {
+	if arity >= 0 {
+		return argc == arity
+	}
+	return argc >= -arity
+}
+
+const (
+	msgNoAuth      = "NOAUTH Authentication required."
+	msgExecAbort   = "EXECABORT Transaction discarded because of previous errors."
+	msgNestedMulti = "ERR MULTI calls can not be nested"
+	msgWatchInMult = "ERR WATCH inside MULTI is not allowed"
+	msgExecNoMulti = "ERR EXEC without MULTI"
+	msgDiscardNoMu = "ERR DISCARD without MULTI"
+)
+
+// dispatch runs one client request.
+func (c *conn) dispatch(args [][]byte) {
+	cs, isConn := lookupConn(args[0])
+	var spec *fsm.Spec
+	if !isConn || (c.multi != nil && cs.flags&multiCtl == 0) {
+		if s, ok := fsm.Lookup(args[0]); ok && s.Flags&fsm.Internal == 0 {
+			spec, isConn = s, false
+		}
+	}
+	name := ""
+	switch {
+	case spec != nil:
+		name = spec.Name
+	case isConn:
+		name = cs.name
+	}
+	c.lastCmd = name
+
+	if !c.authed && (!isConn || cs.flags&noAuth == 0) {
+		c.reply(resp.Err(msgNoAuth))
+		return
+	}
+	if spec == nil && !isConn {
+		c.failQueue()
+		c.reply(resp.Err(fsm.UnknownCommand(args)))
+		return
+	}
+	arity := 0
+	if spec != nil {
+		arity = spec.Arity
+	} else {
+		arity = cs.arity
+	}
+	if !arityOK(arity, len(args)) {
+		c.failQueue()
+		c.reply(resp.Err(fsm.WrongArity(name)))
+		return
+	}
+	if c.subscribed() && (!isConn || cs.flags&inSubMode == 0) {
+		c.reply(resp.Err("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
+		return
+	}
+	if c.multi != nil && (spec != nil || cs.flags&multiCtl == 0) {
+		if spec == nil {
+			// A connection command inside MULTI that the state machine
+			// cannot run as part of the transaction.
+			c.failQueue()
+			c.reply(resp.Err("ERR '" + name + "' is not supported inside MULTI"))
+			return
+		}
+		c.multi.queued = append(c.multi.queued, copyArgs(args))
+		c.reply(resp.Queued)
+		return
+	}
+	if isConn {
+		cs.fn(c, args)
+		return
+	}
+	c.runKeyspace(spec, args)
+}
+
+func (c *conn) failQueue() {
+	if c.multi != nil {
+		c.multi.dirty = true
+	}
+}
+
+func copyArgs(args [][]byte) [][]byte {
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = append([]byte(nil), a...)
+	}
+	return out
+}
+
+// runKeyspace sends a command to the state machine: writes through Apply
+// (the log, in a cluster), reads through Read.
+func (c *conn) runKeyspace(spec *fsm.Spec, args [][]byte) {
+	cmd := fsm.Command{DB: c.db, Args: args}
+	var (
+		res fsm.Result
+		err error
+	)
+	if spec.Flags&fsm.Write != 0 {
+		res, err = c.srv.backend.Apply(context.Background(), cmd)
+	} else {
+		res, err = c.srv.backend.Read(context.Background(), cmd)
+	}
+	if err != nil {
+		c.reply(resp.Err(errorText(err)))
+		return
+	}
+	c.db = res.DB
+	if spec.Flags&fsm.PubSub != 0 && !res.Reply.IsError() {
+		res.Reply = resp.IntReply(int64(res.Receivers))
+	}
+	c.reply(res.Reply)
+}
+
+// errorText turns a backend error into an error reply's text.
+func errorText(err error) string {
+	var re ReplyError
+	if errors.As(err, &re) {
+		return re.RedisError()
+	}
+	return "ERR " + err.Error()
+}

@@ -1,0 +1,308 @@
+package server
+
+import (
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/deadbolt/deadbolt/fsm"
+	"github.com/deadbolt/deadbolt/internal/glob"
+	"github.com/deadbolt/deadbolt/resp"
+)
+
+func init() {
+	registerConn(
+		connSpec{name: "subscribe", arity: -2, flags: inSubMode | connPubSub, fn: cmdSubscribe},
+		connSpec{name: "unsubscribe", arity: -1, flags: inSubMode | connPubSub, fn: cmdUnsubscribe},
+		connSpec{name: "psubscribe", arity: -2, flags: inSubMode | connPubSub, fn: cmdPSubscribe},
+		connSpec{name: "punsubscribe", arity: -1, flags: inSubMode | connPubSub, fn: cmdPUnsubscribe},
+		connSpec{name: "ssubscribe", arity: -2, flags: inSubMode | connPubSub, fn: cmdSSubscribe},
+		connSpec{name: "sunsubscribe", arity: -1, flags: inSubMode | connPubSub, fn: cmdSUnsubscribe},
+		connSpec{name: "pubsub", arity: -2, flags: connPubSub, fn: cmdPubSub},
+	)
+}
+
+// The three kinds of subscription.
+type subKind uint8
+
+const (
+	subChannel subKind = iota
+	subPattern
+	subShard
+)
+
+var subNames = [3][2]string{
+	subChannel: {"subscribe", "unsubscribe"},
+	subPattern: {"psubscribe", "punsubscribe"},
+	subShard:   {"ssubscribe", "sunsubscribe"},
+}
+
+// subscriptions are one connection's, in the order they were made.
+type subscriptions [3][]string
+
+func (s *subscriptions) has(k subKind, name string) bool {
+	for _, n := range s[k] {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *subscriptions) remove(k subKind, name string) bool {
+	for i, n := range s[k] {
+		if n == name {
+			s[k] = append(s[k][:i], s[k][i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// count is the number Redis reports after (un)subscribing: channels plus
+// patterns, or shard channels alone.
+func (s *subscriptions) count(k subKind) int {
+	if k == subShard {
+		return len(s[subShard])
+	}
+	return len(s[subChannel]) + len(s[subPattern])
+}
+
+// Hub delivers published messages to this node's subscribers.
+type Hub struct {
+	mu   sync.RWMutex
+	subs [3]map[string][]*conn // name -> subscribers in subscription order
+}
+
+// NewHub returns an empty hub.
+func NewHub() *Hub {
+	h := &Hub{}
+	for i := range h.subs {
+		h.subs[i] = make(map[string][]*conn)
+	}
+	return h
+}
+
+func (c *conn) subscribed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.subs[0])+len(c.subs[1])+len(c.subs[2]) > 0
+}
+
+func (h *Hub) subscribe(c *conn, k subKind, names [][]byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, b := range names {
+		name := string(b)
+		c.mu.Lock()
+		if !c.subs.has(k, name) {
+			c.subs[k] = append(c.subs[k], name)
+			h.subs[k][name] = append(h.subs[k][name], c)
+		}
+		n := c.subs.count(k)
+		c.out = resp.ArrayReply(resp.BulkString(subNames[k][0]), resp.BulkReply(b), resp.IntReply(int64(n))).Append(c.out)
+		c.mu.Unlock()
+	}
+}
+
+// unsubscribe removes the named subscriptions, or all of kind k when names
+// is empty, answering once per name as Redis does.
+func (h *Hub) unsubscribe(c *conn, k subKind, names [][]byte, reply bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var list []string
+	if len(names) == 0 {
+		list = append(list, c.subs[k]...)
+	} else {
+		for _, b := range names {
+			list = append(list, string(b))
+		}
+	}
+	if len(list) == 0 && reply {
+		c.out = resp.ArrayReply(resp.BulkString(subNames[k][1]), resp.NilReply, resp.IntReply(int64(c.subs.count(k)))).Append(c.out)
+		return
+	}
+	for _, name := range list {
+		if c.subs.remove(k, name) {
+			h.drop(k, name, c)
+		}
+		if reply {
+			c.out = resp.ArrayReply(resp.BulkString(subNames[k][1]), resp.BulkString(name), resp.IntReply(int64(c.subs.count(k)))).Append(c.out)
+		}
+	}
+}
+
+// drop removes c from the subscribers of name; h.mu is held.
+func (h *Hub) drop(k subKind, name string, c *conn) {
+	list := h.subs[k][name]
+	for i, o := range list {
+		if o == c {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(h.subs[k], name)
+	} else {
+		h.subs[k][name] = list
+	}
+}
+
+func (h *Hub) unsubscribeAll(c *conn) {
+	for k := subChannel; k <= subShard; k++ {
+		h.unsubscribe(c, k, nil, false)
+	}
+}
+
+// Deliver sends each message to this node's subscribers: channel
+// subscribers, then pattern subscribers (SPUBLISH: shard channel
+// subscribers). It returns the number of deliveries.
+func (h *Hub) Deliver(msgs []fsm.Publish) int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	n := 0
+	for _, m := range msgs {
+		if m.Shard {
+			for _, c := range h.subs[subShard][string(m.Channel)] {
+				frame := resp.ArrayReply(resp.BulkString("smessage"), resp.BulkReply(m.Channel), resp.BulkReply(m.Message)).Append(nil)
+				if c.push(frame) {
+					n++
+				}
+			}
+			continue
+		}
+		var frame []byte
+		for _, c := range h.subs[subChannel][string(m.Channel)] {
+			if frame == nil {
+				frame = resp.ArrayReply(resp.BulkString("message"), resp.BulkReply(m.Channel), resp.BulkReply(m.Message)).Append(nil)
+			}
+			if c.push(frame) {
+				n++
+			}
+		}
+		for pat, subs := range h.subs[subPattern] {
+			if !glob.Match([]byte(pat), m.Channel) {
+				continue
+			}
+			pframe := resp.ArrayReply(resp.BulkString("pmessage"), resp.BulkString(pat), resp.BulkReply(m.Channel), resp.BulkReply(m.Message)).Append(nil)
+			for _, c := range subs {
+				if c.push(pframe) {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+func cmdSubscribe(c *conn, args [][]byte)  { c.srv.hub.subscribe(c, subChannel, args[1:]) }
+func cmdPSubscribe(c *conn, args [][]byte) { c.srv.hub.subscribe(c, subPattern, args[1:]) }
+func cmdSSubscribe(c *conn, args [][]byte) { c.srv.hub.subscribe(c, subShard, args[1:]) }
+func cmdUnsubscribe(c *conn, args [][]byte) {
+	c.srv.hub.unsubscribe(c, subChannel, args[1:], true)
+}
+func cmdPUnsubscribe(c *conn, args [][]byte) {
+	c.srv.hub.unsubscribe(c, subPattern, args[1:], true)
+}
+func cmdSUnsubscribe(c *conn, args [][]byte) {
+	c.srv.hub.unsubscribe(c, subShard, args[1:], true)
+}
+
+// names returns the subscribed names of kind k matching pattern (all if
+// nil), sorted.
+func (h *Hub) names(k subKind, pattern []byte) []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var out []string
+	for name := range h.subs[k] {
+		if pattern == nil || glob.Match(pattern, []byte(name)) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (h *Hub) numSub(k subKind, name string) int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.subs[k][name])
+}
+
+func cmdPubSub(c *conn, args [][]byte) {
+	sub := strings.ToLower(string(args[1]))
+	h := c.srv.hub
+	switch {
+	case (sub == "channels" || sub == "shardchannels") && len(args) <= 3:
+		k := subChannel
+		if sub == "shardchannels" {
+			k = subShard
+		}
+		var pat []byte
+		if len(args) == 3 {
+			pat = args[2]
+		}
+		names := h.names(k, pat)
+		out := make([]resp.Reply, len(names))
+		for i, n := range names {
+			out[i] = resp.BulkString(n)
+		}
+		c.reply(resp.ArrayReply(out...))
+	case sub == "numsub" || sub == "shardnumsub":
+		k := subChannel
+		if sub == "shardnumsub" {
+			k = subShard
+		}
+		out := make([]resp.Reply, 0, 2*(len(args)-2))
+		for _, ch := range args[2:] {
+			out = append(out, resp.BulkReply(ch), resp.IntReply(int64(h.numSub(k, string(ch)))))
+		}
+		c.reply(resp.ArrayReply(out...))
+	case sub == "numpat" && len(args) == 2:
+		h.mu.RLock()
+		n := len(h.subs[subPattern])
+		h.mu.RUnlock()
+		c.reply(resp.IntReply(int64(n)))
+	case sub == "help" && len(args) == 2:
+		c.reply(helpReply("PUBSUB", []string{
+			"CHANNELS [<pattern>]",
+			"    Return the currently active channels matching a <pattern> (default: '*').",
+			"NUMPAT",
+			"    Return number of subscriptions to patterns.",
+			"NUMSUB [<channel> ...]",
+			"    Return the number of subscribers for the specified channels, excluding",
+			"    pattern subscriptions(default: no channels).",
+			"SHARDCHANNELS [<pattern>]",
+			"    Return the currently active shard level channels matching a <pattern> (default: '*').",
+			"SHARDNUMSUB [<shardchannel> ...]",
+			"    Return the number of subscribers for the specified shard level channel(s)",
+		}))
+	default:
+		c.reply(unknownSubcommand(args))
+	}
+}
+
+// helpReply is the reply of a "<CMD> HELP" subcommand.
+func helpReply(cmd string, lines []string) resp.Reply {
+	all := append([]string{cmd + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"}, lines...)
+	all = append(all, "HELP", "    Print this help.")
+	out := make([]resp.Reply, len(all))
+	for i, l := range all {
+		out[i] = resp.StatusReply(l)
+	}
+	return resp.ArrayReply(out...)
+}
+
+// unknownSubcommand is Redis's error for a subcommand it does not know.
+func unknownSubcommand(args [][]byte) resp.Reply {
+	return resp.Err("ERR unknown subcommand '" + truncate(string(args[1]), 128) + "'. Try " + strings.ToUpper(string(args[0])) + " HELP.")
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

@@ -1,0 +1,231 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/deadbolt/deadbolt/fsm"
+	"github.com/deadbolt/deadbolt/resp"
+)
+
+// Backend applies keyspace commands: directly on a single node, through
+// the Raft log in a cluster. An error means the command's outcome is
+// unknown to this node; it is sent to the client as an error reply (see
+// ReplyError).
+type Backend interface {
+	Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
+	Read(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
+	KeyVersion(ctx context.Context, db int, key string) (uint64, error)
+}
+
+// ReplyError is an error that knows its Redis error reply, such as
+// "TRYAGAIN ..." or "CLUSTERDOWN ...".
+type ReplyError interface {
+	error
+	RedisError() string
+}
+
+// Config is a server's configuration. The zero value of each field means
+// Redis's default.
+type Config struct {
+	Addr           string // listen address; "127.0.0.1:6379" if empty
+	RequirePass    string // password for AUTH; empty means none
+	MaxClients     int    // 10000
+	MaxBulkLen     int64  // proto-max-bulk-len, 512 MiB
+	MaxQueryBuffer int64  // client-query-buffer-limit, 1 GiB
+	// PubSubOutputLimit closes a subscriber whose unsent output grows past
+	// it (client-output-buffer-limit pubsub hard limit, 32 MiB).
+	PubSubOutputLimit int
+	CommandTimeout    time.Duration // how long a command may wait for the backend; 10 s
+	Logger            *slog.Logger
+	Version           string // deadbolt's own version, reported by INFO
+	// Info adds sections to INFO (replication, cluster); optional.
+	Info InfoProvider
+}
+
+// InfoProvider supplies INFO fields the server cannot know by itself.
+type InfoProvider interface {
+	// Replication returns the "# Replication" section's lines.
+	Replication() []string
+	// Role returns the ROLE reply.
+	Role() resp.Reply
+}
+
+func (c *Config) defaults() {
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:6379"
+	}
+	if c.MaxClients == 0 {
+		c.MaxClients = 10000
+	}
+	if c.MaxBulkLen == 0 {
+		c.MaxBulkLen = resp.DefaultMaxBulkLen
+	}
+	if c.MaxQueryBuffer == 0 {
+		c.MaxQueryBuffer = 1 << 30
+	}
+	if c.PubSubOutputLimit == 0 {
+		c.PubSubOutputLimit = 32 << 20
+	}
+	if c.CommandTimeout == 0 {
+		c.CommandTimeout = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+}
+
+// RedisVersion is the Redis version deadbolt presents itself as (HELLO,
+// INFO redis_version): clients pick features by it.
+const RedisVersion = "7.0.15"
+
+// Server serves RESP clients.
+type Server struct {
+	cfg     Config
+	backend Backend
+	hub     *Hub
+	ln      net.Listener
+	start   time.Time
+
+	mu      sync.Mutex
+	conns   map[uint64]*conn
+	closed  bool
+	nextID  atomic.Uint64
+	wg      sync.WaitGroup
+	stats   stats
+	runID   string
+	lastErr error
+}
+
+type stats struct {
+	connections atomic.Int64 // total accepted
+	rejected    atomic.Int64
+	commands    atomic.Int64
+}
+
+// New returns a server for backend. The Hub must be the same one the
+// backend delivers published messages to.
+func New(cfg Config, backend Backend, hub *Hub) *Server {
+	cfg.defaults()
+	return &Server{
+		cfg:     cfg,
+		backend: backend,
+		hub:     hub,
+		conns:   make(map[uint64]*conn),
+		start:   time.Now(),
+		runID:   newRunID(),
+	}
+}
+
+// Listen opens the server's address.
+func (s *Server) Listen() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr is the address the server listens on (after Listen).
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve accepts connections until Close. It returns nil after Close.
+func (s *Server) Serve() error {
+	var tempDelay time.Duration
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				tempDelay = min(max(2*tempDelay, 5*time.Millisecond), time.Second)
+				time.Sleep(tempDelay)
+				continue
+			}
+			return err
+		}
+		tempDelay = 0
+		s.accept(nc)
+	}
+}
+
+func (s *Server) accept(nc net.Conn) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+		tc.SetKeepAlive(true)
+		tc.SetKeepAlivePeriod(5 * time.Minute)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	if len(s.conns) >= s.cfg.MaxClients {
+		s.mu.Unlock()
+		s.stats.rejected.Add(1)
+		nc.Write([]byte("-ERR max number of clients reached\r\n"))
+		nc.Close()
+		return
+	}
+	c := newConn(s, nc, s.nextID.Add(1))
+	s.conns[c.id] = c
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.stats.connections.Add(1)
+	go func() {
+		defer s.wg.Done()
+		c.serve()
+		s.mu.Lock()
+		delete(s.conns, c.id)
+		s.mu.Unlock()
+	}()
+}
+
+// Close stops accepting, closes every connection and waits for their
+// goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	var err error
+	if s.ln != nil {
+		err = s.ln.Close()
+	}
+	for _, c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+// clients returns the open connections ordered by id.
+func (s *Server) clients() []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*conn, 0, len(s.conns))
+	for _, c := range s.conns {
+		out = append(out, c)
+	}
+	sortConns(out)
+	return out
+}
