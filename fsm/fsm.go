@@ -40,6 +40,9 @@ type Result struct {
 	// Receivers is filled in by the node after it delivered Effects to its
 	// own subscribers: PUBLISH replies with it.
 	Receivers int
+	// LogIndex is the log position the command was applied at (0 on a
+	// single node without a log); WAIT counts the nodes that have it.
+	LogIndex uint64
 }
 
 // scriptEngine runs Lua scripts (luaexec, adapted in script_engine.go).
@@ -68,7 +71,8 @@ type FSM struct {
 	scripts map[string][]byte // SCRIPT LOAD and EVAL bodies by sha1
 	lua     scriptEngine      // compiled-script cache; derived, not replicated
 	opt     Options
-	expires expiryIndex // keys with a deadline, ordered for reaping
+	expires expiryIndex       // keys with a deadline, ordered for reaping
+	nodes   map[string]string // cluster members' client addresses by id
 }
 
 // Options tunes a state machine.
@@ -84,7 +88,7 @@ func New(opt Options) *FSM {
 }
 
 func newState(opt Options) *FSM {
-	f := &FSM{scripts: make(map[string][]byte), opt: opt}
+	f := &FSM{scripts: make(map[string][]byte), nodes: make(map[string]string), opt: opt}
 	for i := range f.dbs {
 		f.dbs[i] = newKeyspace()
 	}

@@ -18,6 +18,7 @@ import (
 //	now (varint), version (uvarint)
 //	tombstones: floor, count, then (db, key, version) oldest first
 //	scripts: count, then (sha, body) by sha
+//	cluster members: count, then (id, client address) by id
 //	per non-empty db: db+1 (uvarint), key count, then keys in byte order:
 //	  key, kind byte, deadline (varint), version (uvarint), payload
 //	0 (end)
@@ -166,6 +167,13 @@ func (f *FSM) Snapshot(w io.Writer) error {
 		e.bytes(f.scripts[sha])
 	}
 
+	ids := f.Nodes()
+	e.uvarint(uint64(len(ids)))
+	for _, id := range ids {
+		e.str(id)
+		e.str(f.nodes[id])
+	}
+
 	for i, ks := range f.dbs {
 		if len(ks.keys) == 0 {
 			continue
@@ -262,6 +270,11 @@ func (f *FSM) Restore(r io.Reader) error {
 	for i, c := 0, d.count(); i < c && d.err == nil; i++ {
 		sha := string(d.bytes())
 		n.scripts[sha] = d.bytes()
+	}
+
+	for i, c := 0, d.count(); i < c && d.err == nil; i++ {
+		id := string(d.bytes())
+		n.nodes[id] = string(d.bytes())
 	}
 
 	for d.err == nil {

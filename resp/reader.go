@@ -80,10 +80,13 @@ func (r *Reader) readLine(tooBig string) ([]byte, error) {
 			line = append(line, frag...)
 			break
 		}
+		line = append(line, frag...)
 		if err != bufio.ErrBufferFull {
+			if len(line) > MaxInlineSize {
+				return nil, &ProtocolError{tooBig}
+			}
 			return nil, err
 		}
-		line = append(line, frag...)
 		if len(line) > MaxInlineSize {
 			return nil, &ProtocolError{tooBig}
 		}

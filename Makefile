@@ -1,0 +1,40 @@
+# deadbolt — run `make help` for the targets.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+PKGS    := ./...
+
+.PHONY: help build run test race bench fuzz lint deps clean
+
+help: ## list the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build bin/deadbolt
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/deadbolt ./cmd/deadbolt
+
+run: build ## run a single in-memory node on 127.0.0.1:6379
+	./bin/deadbolt --addr 127.0.0.1:6379
+
+deps: ## install what the tests need (redis-server, redis-cli) when missing
+	@scripts/deps.sh
+
+test: deps build ## install missing test dependencies, vet, then run every test under -race
+	$(GO) vet $(PKGS)
+	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt: files above need formatting" && exit 1)
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+race: test ## alias of test (the tests always run under -race)
+
+bench: deps build ## benchmarks: state machine, EVAL, and lock/unlock against redis-server
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./fsm/ ./luaexec/
+	$(GO) run ./cmd/deadbolt-bench
+
+fuzz: ## run each fuzz target for a while (FUZZTIME=30s)
+	@scripts/fuzz.sh $${FUZZTIME:-30s}
+
+lint: ## gofmt and go vet
+	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)
+	$(GO) vet $(PKGS)
+
+clean: ## remove build output
+	rm -rf bin

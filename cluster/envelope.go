@@ -1,0 +1,176 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/deadbolt/deadbolt/fsm"
+)
+
+// The log envelope: how one state machine command travels through the
+// Raft log and between nodes. Small, versioned, hand-rolled:
+//
+//	version byte (1)
+//	time     varint   leader's stamp, Unix ms
+//	db       uvarint
+//	nargs    uvarint, then each arg as uvarint length + bytes
+//	ntx      uvarint, then each queued command as nargs + args
+//	nwatch   uvarint, then each watch as db, key, version
+//
+// A single command has nargs > 0 and ntx = 0; a transaction has nargs = 0.
+const envelopeVersion = 1
+
+// maxEnvelopeCount bounds counts read from an envelope before anything is
+// allocated for them.
+const maxEnvelopeCount = 1 << 30
+
+// ErrBadEnvelope is returned for bytes that are not a valid envelope.
+var ErrBadEnvelope = errors.New("cluster: malformed log envelope")
+
+// Entry is a command with the time it is applied at.
+type Entry struct {
+	Time int64
+	Cmd  fsm.Command
+}
+
+func appendUvarint(dst []byte, x uint64) []byte { return binary.AppendUvarint(dst, x) }
+
+func appendBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+func appendArgs(dst []byte, args [][]byte) []byte {
+	dst = appendUvarint(dst, uint64(len(args)))
+	for _, a := range args {
+		dst = appendBytes(dst, a)
+	}
+	return dst
+}
+
+// AppendEntry appends the encoding of e to dst.
+func AppendEntry(dst []byte, e Entry) []byte {
+	dst = append(dst, envelopeVersion)
+	dst = binary.AppendVarint(dst, e.Time)
+	dst = appendUvarint(dst, uint64(e.Cmd.DB))
+	dst = appendArgs(dst, e.Cmd.Args)
+	dst = appendUvarint(dst, uint64(len(e.Cmd.Tx)))
+	for _, args := range e.Cmd.Tx {
+		dst = appendArgs(dst, args)
+	}
+	dst = appendUvarint(dst, uint64(len(e.Cmd.Watch)))
+	for _, w := range e.Cmd.Watch {
+		dst = appendUvarint(dst, uint64(w.DB))
+		dst = appendBytes(dst, []byte(w.Key))
+		dst = appendUvarint(dst, w.Version)
+	}
+	return dst
+}
+
+type envReader struct {
+	b   []byte
+	err error
+}
+
+func (r *envReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	x, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = ErrBadEnvelope
+		return 0
+	}
+	r.b = r.b[n:]
+	return x
+}
+
+func (r *envReader) count() int {
+	n := r.uvarint()
+	if n > maxEnvelopeCount || n > uint64(len(r.b)) {
+		// Every element takes at least one byte.
+		r.err = ErrBadEnvelope
+		return 0
+	}
+	return int(n)
+}
+
+func (r *envReader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)) {
+		r.err = ErrBadEnvelope
+		return nil
+	}
+	out := r.b[:n:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *envReader) args() [][]byte {
+	n := r.count()
+	if n == 0 {
+		return nil
+	}
+	out := make([][]byte, 0, n)
+	for i := 0; i < n && r.err == nil; i++ {
+		out = append(out, r.bytes())
+	}
+	return out
+}
+
+// DecodeEntry decodes an envelope. The returned arguments alias b.
+func DecodeEntry(b []byte) (Entry, error) {
+	if len(b) == 0 || b[0] != envelopeVersion {
+		return Entry{}, fmt.Errorf("%w: unknown version", ErrBadEnvelope)
+	}
+	r := &envReader{b: b[1:]}
+	var e Entry
+	t, n := binary.Varint(r.b)
+	if n <= 0 {
+		return Entry{}, ErrBadEnvelope
+	}
+	r.b = r.b[n:]
+	e.Time = t
+	db := r.uvarint()
+	if db >= fsm.NumDBs {
+		r.err = ErrBadEnvelope
+	}
+	e.Cmd.DB = int(db)
+	e.Cmd.Args = r.args()
+	ntx := r.count()
+	if ntx > 0 {
+		e.Cmd.Tx = make([][][]byte, 0, ntx)
+		for i := 0; i < ntx && r.err == nil; i++ {
+			args := r.args()
+			if len(args) == 0 {
+				r.err = ErrBadEnvelope
+			}
+			e.Cmd.Tx = append(e.Cmd.Tx, args)
+		}
+	}
+	nw := r.count()
+	for i := 0; i < nw && r.err == nil; i++ {
+		wdb := r.uvarint()
+		key := r.bytes()
+		ver := r.uvarint()
+		if wdb >= fsm.NumDBs {
+			r.err = ErrBadEnvelope
+		}
+		e.Cmd.Watch = append(e.Cmd.Watch, fsm.Watch{DB: int(wdb), Key: string(key), Version: ver})
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = fmt.Errorf("%w: trailing bytes", ErrBadEnvelope)
+	}
+	if r.err == nil && e.Cmd.Args == nil && e.Cmd.Tx == nil {
+		// An empty transaction (MULTI then EXEC) is valid: Tx non-nil, empty.
+		e.Cmd.Tx = [][][]byte{}
+	}
+	if r.err != nil {
+		return Entry{}, r.err
+	}
+	return e, nil
+}

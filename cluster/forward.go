@@ -1,0 +1,241 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/deadbolt/deadbolt/fsm"
+	"github.com/deadbolt/deadbolt/resp"
+)
+
+// Forwarding: a follower sends a command to the leader's client port as
+//
+//	DEADBOLT.FORWARD <mode> <envelope>
+//
+// and the leader answers with [reply, db, receivers, log index] or with an
+// error reply (TRYAGAIN when it was not the leader and proposed nothing).
+// The leader runs a forwarded command locally and never forwards it again,
+// so a command cannot circle between nodes. Each request has a connection
+// to itself until its answer arrives, so answers cannot cross.
+const ForwardCommand = "deadbolt.forward"
+
+// Forwarding modes.
+const (
+	modeApply   = "w"
+	modeRead    = "r"
+	modeVersion = "v"
+)
+
+// ForwardTarget is what the receiving end of a forward needs: a leader's
+// local operations.
+type ForwardTarget interface {
+	ApplyLocal(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
+	ReadLocal(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
+	KeyVersionLocal(ctx context.Context, db int, key string) (uint64, error)
+}
+
+// ServeForward runs a forwarded request on t and returns the reply to send
+// back. The server calls it for DEADBOLT.FORWARD.
+func ServeForward(ctx context.Context, t ForwardTarget, mode, envelope []byte) resp.Reply {
+	e, err := DecodeEntry(envelope)
+	if err != nil {
+		return resp.Err("ERR " + err.Error())
+	}
+	var res fsm.Result
+	switch string(mode) {
+	case modeApply:
+		res, err = t.ApplyLocal(ctx, e.Cmd)
+	case modeRead:
+		res, err = t.ReadLocal(ctx, e.Cmd)
+	case modeVersion:
+		if len(e.Cmd.Args) != 1 {
+			return resp.Err("ERR bad forwarded WATCH")
+		}
+		var v uint64
+		v, err = t.KeyVersionLocal(ctx, e.Cmd.DB, string(e.Cmd.Args[0]))
+		res.LogIndex = v
+	default:
+		return resp.Err("ERR unknown forward mode")
+	}
+	if err != nil {
+		var re replyError
+		if errors.As(err, &re) {
+			return resp.Err(re.msg)
+		}
+		return resp.Err("ERR " + err.Error())
+	}
+	return resp.ArrayReply(res.Reply, resp.IntReply(int64(res.DB)), resp.IntReply(int64(res.Receivers)),
+		resp.BulkString(strconv.FormatUint(res.LogIndex, 10)))
+}
+
+// forwarder keeps a few idle connections per leader address.
+type forwarder struct {
+	timeout  time.Duration
+	password string
+	mu       sync.Mutex
+	idle     map[string][]*fwdConn
+	closed   bool
+}
+
+type fwdConn struct {
+	nc net.Conn
+	rd *bufio.Reader
+}
+
+const maxIdlePerAddr = 64
+
+func newForwarder(timeout time.Duration) *forwarder {
+	return &forwarder{timeout: timeout, idle: make(map[string][]*fwdConn)}
+}
+
+func (f *forwarder) get(ctx context.Context, addr string) (*fwdConn, error) {
+	f.mu.Lock()
+	if list := f.idle[addr]; len(list) > 0 {
+		c := list[len(list)-1]
+		f.idle[addr] = list[:len(list)-1]
+		f.mu.Unlock()
+		return c, nil
+	}
+	f.mu.Unlock()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &fwdConn{nc: nc, rd: bufio.NewReaderSize(nc, 16<<10)}
+	if f.password != "" {
+		if _, err := c.roundTrip(ctx, [][]byte{[]byte("AUTH"), []byte(f.password)}); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (f *forwarder) put(addr string, c *fwdConn) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed || len(f.idle[addr]) >= maxIdlePerAddr {
+		c.nc.Close()
+		return
+	}
+	f.idle[addr] = append(f.idle[addr], c)
+}
+
+func (f *forwarder) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	for _, list := range f.idle {
+		for _, c := range list {
+			c.nc.Close()
+		}
+	}
+	f.idle = nil
+}
+
+// roundTrip sends one request and reads one reply.
+func (c *fwdConn) roundTrip(ctx context.Context, args [][]byte) (resp.Reply, error) {
+	if d, ok := ctx.Deadline(); ok {
+		c.nc.SetDeadline(d)
+	} else {
+		c.nc.SetDeadline(time.Time{})
+	}
+	req := make([]resp.Reply, len(args))
+	for i, a := range args {
+		req[i] = resp.BulkReply(a)
+	}
+	if _, err := c.nc.Write(resp.ArrayReply(req...).Append(nil)); err != nil {
+		return resp.Reply{}, err
+	}
+	return readReply(c.rd)
+}
+
+// forward sends cmd to the leader at addr. A connection error before the
+// request was written is retryable; after, the outcome is unknown.
+func (f *forwarder) forward(ctx context.Context, addr, mode string, cmd fsm.Command) (fsm.Result, error) {
+	c, err := f.get(ctx, addr)
+	if err != nil {
+		return fsm.Result{}, ErrNoLeader // nothing was sent
+	}
+	env := AppendEntry(nil, Entry{Cmd: cmd})
+	r, err := c.roundTrip(ctx, [][]byte{[]byte(ForwardCommand), []byte(mode), env})
+	if err != nil {
+		c.nc.Close()
+		if mode == modeApply {
+			return fsm.Result{}, ErrUnknownOutcome
+		}
+		return fsm.Result{}, ErrNoLeader // a read changes nothing: retry
+	}
+	f.put(addr, c)
+	if r.Type == resp.Error {
+		msg := string(r.Str)
+		if strings.HasPrefix(msg, "TRYAGAIN") {
+			return fsm.Result{}, ErrNotLeader
+		}
+		return fsm.Result{}, replyError{msg}
+	}
+	if r.Type != resp.Array || len(r.Elems) != 4 {
+		return fsm.Result{}, fmt.Errorf("cluster: malformed forward reply")
+	}
+	idx, _ := strconv.ParseUint(string(r.Elems[3].Str), 10, 64)
+	return fsm.Result{Reply: r.Elems[0], DB: int(r.Elems[1].Int), Receivers: int(r.Elems[2].Int), LogIndex: idx}, nil
+}
+
+// readReply reads one RESP2 value from rd.
+func readReply(rd *bufio.Reader) (resp.Reply, error) {
+	line, err := rd.ReadSlice('\n')
+	if err != nil {
+		return resp.Reply{}, err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return resp.Reply{}, errors.New("cluster: bad reply line")
+	}
+	body := string(line[1 : len(line)-2])
+	switch line[0] {
+	case '+':
+		return resp.StatusReply(body), nil
+	case '-':
+		return resp.Err(body), nil
+	case ':':
+		n, err := strconv.ParseInt(body, 10, 64)
+		return resp.IntReply(n), err
+	case '$':
+		n, err := strconv.Atoi(body)
+		if err != nil || n < -1 {
+			return resp.Reply{}, errors.New("cluster: bad bulk length")
+		}
+		if n == -1 {
+			return resp.NilReply, nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			return resp.Reply{}, err
+		}
+		return resp.BulkReply(buf[:n]), nil
+	case '*':
+		n, err := strconv.Atoi(body)
+		if err != nil || n < -1 {
+			return resp.Reply{}, errors.New("cluster: bad array length")
+		}
+		if n == -1 {
+			return resp.Reply{Type: resp.NilArray}, nil
+		}
+		elems := make([]resp.Reply, n)
+		for i := range elems {
+			if elems[i], err = readReply(rd); err != nil {
+				return resp.Reply{}, err
+			}
+		}
+		return resp.ArrayReply(elems...), nil
+	}
+	return resp.Reply{}, errors.New("cluster: unknown reply type")
+}

@@ -1,0 +1,404 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/deadbolt/deadbolt/fsm"
+)
+
+// Peer is a voter named at bootstrap.
+type Peer struct {
+	ID       string
+	RaftAddr string
+}
+
+// Config configures a Raft node.
+type Config struct {
+	ID       string // unique node name
+	RaftAddr string // address the Raft transport binds and advertises
+	RESPAddr string // this node's client address, published to the others
+	DataDir  string // log, stable store and snapshots; "" keeps all in memory
+	// Peers bootstraps a new cluster (every node gets the same list,
+	// itself included). Ignored once DataDir holds state.
+	Peers []Peer
+
+	SnapshotThreshold uint64        // entries between snapshots (8192)
+	SnapshotInterval  time.Duration // how often to check the threshold (10 s)
+	TrailingLogs      uint64        // entries kept after a snapshot (10240)
+	HeartbeatTimeout  time.Duration // 1 s; tests use less
+	ElectionTimeout   time.Duration // 1 s
+	LeaderLease       time.Duration // 500 ms
+	CommandTimeout    time.Duration // how long a command waits for a leader and a commit (5 s)
+	Clock             Clock
+	ScriptBudget      int64
+	Logger            *slog.Logger
+	RaftLog           io.Writer // raft's own log; discarded if nil
+	Deliver           Deliverer // this node's pub/sub hub
+}
+
+func (c *Config) defaults() {
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = 8192
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = 10 * time.Second
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = 10240
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = time.Second
+	}
+	if c.ElectionTimeout == 0 {
+		c.ElectionTimeout = time.Second
+	}
+	if c.LeaderLease == 0 {
+		c.LeaderLease = 500 * time.Millisecond
+	}
+	if c.CommandTimeout == 0 {
+		c.CommandTimeout = 5 * time.Second
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.RaftLog == nil {
+		c.RaftLog = io.Discard
+	}
+}
+
+// Node is one member of a Raft cluster. It satisfies the server's Backend:
+// writes are committed on a quorum before they are answered, reads are
+// linearizable, and a follower forwards both to the leader.
+type Node struct {
+	cfg       Config
+	raft      *raft.Raft
+	fsm       *raftFSM
+	state     *fsm.FSM
+	transport *raft.NetworkTransport
+	closers   []io.Closer
+	fwd       *forwarder
+
+	tmu      sync.Mutex
+	lead     leaderTime
+	lastProp time.Time // when this leader last proposed anything
+
+	isRemoved atomic.Bool
+
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	shutOnce sync.Once
+}
+
+// leaderTime is how a leader stamps entries: it continues from the state
+// machine's clock at the moment it became leader, so that time does not
+// run while there is no leader (a lock does not expire because an
+// election took a while).
+type leaderTime struct {
+	ready bool
+	term  uint64
+	base  int64     // state machine time when leadership began, ms
+	since time.Time // local clock at that moment
+}
+
+// NewNode starts a Raft node. It does not wait for a leader.
+func NewNode(cfg Config) (*Node, error) {
+	cfg.defaults()
+	if cfg.ID == "" || cfg.RaftAddr == "" {
+		return nil, errors.New("cluster: a node needs an ID and a Raft address")
+	}
+	n := &Node{cfg: cfg, stop: make(chan struct{})}
+	n.state = fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget})
+	n.fsm = newRaftFSM(n.state, cfg.Deliver)
+	n.fwd = newForwarder(cfg.CommandTimeout)
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLease
+	rc.CommitTimeout = 5 * time.Millisecond
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.MaxAppendEntries = 256
+	rc.BatchApplyCh = true
+	rc.ShutdownOnRemove = false
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft:" + cfg.ID, Output: cfg.RaftLog, Level: hclog.Info})
+
+	var (
+		logs   raft.LogStore
+		stable raft.StableStore
+		snaps  raft.SnapshotStore
+		err    error
+	)
+	if cfg.DataDir == "" {
+		mem := raft.NewInmemStore()
+		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
+	} else {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return nil, err
+		}
+		bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: open log store: %w", err)
+		}
+		n.closers = append(n.closers, bolt)
+		logs, stable = bolt, bolt
+		snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, rc.Logger)
+		if err != nil {
+			n.closeStores()
+			return nil, fmt.Errorf("cluster: open snapshot store: %w", err)
+		}
+	}
+	if last, err := logs.LastIndex(); err == nil {
+		n.fsm.replayUntil = last
+	}
+
+	addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	if err != nil {
+		n.closeStores()
+		return nil, fmt.Errorf("cluster: raft address: %w", err)
+	}
+	n.transport, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, addr, 8, 5*time.Second, rc.Logger)
+	if err != nil {
+		n.closeStores()
+		return nil, fmt.Errorf("cluster: raft transport: %w", err)
+	}
+
+	hasState, err := raft.HasExistingState(logs, stable, snaps)
+	if err != nil {
+		n.transport.Close()
+		n.closeStores()
+		return nil, err
+	}
+	n.raft, err = raft.NewRaft(rc, n.fsm, logs, stable, snaps, n.transport)
+	if err != nil {
+		n.transport.Close()
+		n.closeStores()
+		return nil, fmt.Errorf("cluster: start raft: %w", err)
+	}
+	if !hasState && len(cfg.Peers) > 0 {
+		var servers []raft.Server
+		for _, p := range cfg.Peers {
+			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
+		}
+		if err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			n.Close()
+			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
+		}
+	}
+	n.wg.Add(3)
+	go n.watchLeadership()
+	go n.leaderDuties()
+	go n.membershipLoop()
+	return n, nil
+}
+
+func (n *Node) closeStores() {
+	for _, c := range n.closers {
+		c.Close()
+	}
+	n.closers = nil
+}
+
+// ID is the node's name.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// RaftAddr is the address of the node's Raft transport.
+func (n *Node) RaftAddr() string { return string(n.transport.LocalAddr()) }
+
+// IsLeader reports whether this node is the leader and ready to serve.
+func (n *Node) IsLeader() bool {
+	n.tmu.Lock()
+	defer n.tmu.Unlock()
+	return n.lead.ready && n.raft.State() == raft.Leader
+}
+
+// Close stops the node without handing over leadership.
+func (n *Node) Close() error {
+	var err error
+	n.shutOnce.Do(func() {
+		close(n.stop)
+		n.wg.Wait()
+		err = n.raft.Shutdown().Error()
+		n.fwd.close()
+		n.transport.Close()
+		n.closeStores()
+		n.state.Close()
+	})
+	return err
+}
+
+// Shutdown hands leadership to another voter if this node leads, then
+// stops it: the graceful path for SIGTERM.
+func (n *Node) Shutdown() error {
+	if n.raft.State() == raft.Leader {
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.cfg.Logger.Warn("leadership transfer failed", "err", err)
+		}
+	}
+	return n.Close()
+}
+
+// watchLeadership tracks leadership changes. A new leader first waits for
+// a barrier (every earlier entry, and the no-op of its own term, applied:
+// from then on its commit index is current), then takes the state
+// machine's clock as its time base and registers its client address.
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	ch := n.raft.LeaderCh()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case isLeader := <-ch:
+			n.tmu.Lock()
+			n.lead = leaderTime{}
+			n.tmu.Unlock()
+			if !isLeader {
+				continue
+			}
+			n.becomeLeader()
+		}
+	}
+}
+
+func (n *Node) becomeLeader() {
+	term := n.raft.CurrentTerm()
+	for n.raft.State() == raft.Leader {
+		err := n.raft.Barrier(n.cfg.CommandTimeout).Error()
+		if err == nil {
+			break
+		}
+		select {
+		case <-n.stop:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
+		return
+	}
+	n.fsm.mu.Lock()
+	base := n.state.Now()
+	n.fsm.mu.Unlock()
+	now := n.cfg.Clock.Now()
+	n.tmu.Lock()
+	n.lead = leaderTime{ready: true, term: term, base: base, since: now}
+	n.tmu.Unlock()
+	n.cfg.Logger.Info("leader ready", "id", n.cfg.ID, "term", term, "time_base", base)
+	go n.register()
+}
+
+// stamp returns the time for the next entry, and false if this node is
+// not a ready leader.
+func (n *Node) stamp() (int64, bool) {
+	n.tmu.Lock()
+	defer n.tmu.Unlock()
+	if !n.lead.ready {
+		return 0, false
+	}
+	now := n.cfg.Clock.Now()
+	n.lastProp = now
+	return n.lead.base + now.Sub(n.lead.since).Milliseconds(), true
+}
+
+// tickInterval is how often an idle leader proposes an empty entry so
+// that the state machine's clock stays close to the leader's; a new leader
+// continues from it.
+const tickInterval = 250 * time.Millisecond
+
+// leaderDuties runs the leader's periodic proposals: active expiry and
+// clock ticks.
+func (n *Node) leaderDuties() {
+	defer n.wg.Done()
+	t := time.NewTicker(min(reapInterval, tickInterval))
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		if !n.IsLeader() {
+			continue
+		}
+		n.fsm.mu.Lock()
+		next, ok := n.state.NextDeadline()
+		n.fsm.mu.Unlock()
+		now, _ := n.stamp()
+		switch {
+		case ok && next <= now:
+			n.proposeInternal(fsm.ReapCommand(reapBatch))
+		default:
+			n.tmu.Lock()
+			idle := n.cfg.Clock.Now().Sub(n.lastProp) >= tickInterval
+			n.tmu.Unlock()
+			if idle {
+				n.proposeInternal(fsm.TickCommand())
+			}
+		}
+	}
+}
+
+func (n *Node) proposeInternal(cmd fsm.Command) {
+	ts, ok := n.stamp()
+	if !ok {
+		return
+	}
+	f := n.raft.Apply(AppendEntry(nil, Entry{Time: ts, Cmd: cmd}), n.cfg.CommandTimeout)
+	if err := f.Error(); err != nil {
+		n.cfg.Logger.Debug("internal proposal failed", "err", err)
+	}
+}
+
+// membershipLoop keeps the removed flag current and makes sure this
+// node's client address is registered once a leader is known.
+func (n *Node) membershipLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	member := false
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		f := n.raft.GetConfiguration()
+		if f.Error() != nil {
+			continue
+		}
+		in := false
+		for _, s := range f.Configuration().Servers {
+			if string(s.ID) == n.cfg.ID {
+				in = true
+			}
+		}
+		if in {
+			member = true
+		}
+		// Only a node that was a member and no longer is counts as removed
+		// (a joining node is not yet in the configuration it has).
+		n.isRemoved.Store(member && !in && len(f.Configuration().Servers) > 0)
+		if in {
+			n.register()
+		}
+	}
+}

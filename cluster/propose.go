@@ -1,0 +1,217 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/deadbolt/deadbolt/fsm"
+)
+
+// Errors at the cluster boundary, each with the reply a Redis client
+// understands. Raft's errors are translated here, once.
+var (
+	// ErrNoLeader: no leader could be reached in time. Nothing was
+	// applied; clients retry on TRYAGAIN.
+	ErrNoLeader = replyError{"TRYAGAIN no leader is available; try again"}
+	// ErrNotLeader: this node is not the leader, and the command was not
+	// proposed. Safe to retry anywhere.
+	ErrNotLeader = replyError{"TRYAGAIN this node is not the leader"}
+	// ErrUnknownOutcome: the command was proposed, but leadership was lost
+	// (or time ran out) before it was known to be committed. It may or may
+	// not have been applied; the error says so and is not retryable.
+	ErrUnknownOutcome = replyError{"ERR outcome unknown: leadership changed or timed out after the command was proposed; it may have been applied"}
+	// ErrRemoved: this node is no longer a member.
+	ErrRemoved = replyError{"ERR this node was removed from the cluster"}
+	// ErrShutdown: the node is stopping.
+	ErrShutdown = replyError{"ERR node is shutting down"}
+)
+
+type replyError struct{ msg string }
+
+func (e replyError) Error() string      { return e.msg }
+func (e replyError) RedisError() string { return e.msg }
+
+// retryable reports whether err guarantees the command was not applied.
+func retryable(err error) bool {
+	return errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader)
+}
+
+// Apply commits a command through the log and returns its result. On a
+// follower it forwards the command to the leader.
+func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	return n.route(ctx, func(ctx context.Context) (fsm.Result, error) { return n.ApplyLocal(ctx, cmd) },
+		func(ctx context.Context, addr string) (fsm.Result, error) {
+			return n.fwd.forward(ctx, addr, modeApply, cmd)
+		})
+}
+
+// Read serves a read-only command linearizably: on the leader after a
+// ReadIndex check, on a follower by forwarding to the leader.
+func (n *Node) Read(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	return n.route(ctx, func(ctx context.Context) (fsm.Result, error) { return n.ReadLocal(ctx, cmd) },
+		func(ctx context.Context, addr string) (fsm.Result, error) {
+			return n.fwd.forward(ctx, addr, modeRead, cmd)
+		})
+}
+
+// KeyVersion returns a key's version for WATCH, linearizably.
+func (n *Node) KeyVersion(ctx context.Context, db int, key string) (uint64, error) {
+	cmd := fsm.Command{DB: db, Args: [][]byte{[]byte(key)}}
+	res, err := n.route(ctx, func(ctx context.Context) (fsm.Result, error) {
+		v, err := n.KeyVersionLocal(ctx, db, key)
+		return fsm.Result{LogIndex: v}, err
+	}, func(ctx context.Context, addr string) (fsm.Result, error) {
+		return n.fwd.forward(ctx, addr, modeVersion, cmd)
+	})
+	return res.LogIndex, err
+}
+
+// route runs local on the leader or remote against the leader's client
+// address, waiting a bounded time for a leader. It retries only errors
+// that guarantee nothing was applied.
+func (n *Node) route(ctx context.Context, local func(context.Context) (fsm.Result, error), remote func(context.Context, string) (fsm.Result, error)) (fsm.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.CommandTimeout)
+	defer cancel()
+	backoff := 2 * time.Millisecond
+	for {
+		if n.removed() {
+			return fsm.Result{}, ErrRemoved
+		}
+		var (
+			res fsm.Result
+			err error
+		)
+		if n.IsLeader() {
+			res, err = local(ctx)
+		} else if addr, ok := n.leaderClientAddr(); ok {
+			res, err = remote(ctx, addr)
+		} else {
+			err = ErrNoLeader
+		}
+		if err == nil || !retryable(err) {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return fsm.Result{}, ErrNoLeader
+		case <-n.stop:
+			return fsm.Result{}, ErrShutdown
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
+	}
+}
+
+// leaderClientAddr returns the current leader's RESP address, if known.
+func (n *Node) leaderClientAddr() (string, bool) {
+	_, id := n.raft.LeaderWithID()
+	if id == "" || string(id) == n.cfg.ID {
+		return "", false
+	}
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.state.NodeAddr(string(id))
+}
+
+// ApplyLocal proposes a command on this node, which must be the leader. It
+// never forwards (the receiving end of forwarding calls it).
+func (n *Node) ApplyLocal(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	ts, ok := n.stamp()
+	if !ok {
+		return fsm.Result{}, ErrNotLeader
+	}
+	timeout := n.cfg.CommandTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(d), time.Millisecond)
+	}
+	f := n.raft.Apply(AppendEntry(nil, Entry{Time: ts, Cmd: cmd}), timeout)
+	if err := f.Error(); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrEnqueueTimeout):
+			// Refused before it entered the log.
+			return fsm.Result{}, ErrNotLeader
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return fsm.Result{}, ErrUnknownOutcome
+		default:
+			return fsm.Result{}, ErrUnknownOutcome
+		}
+	}
+	res, ok := f.Response().(fsm.Result)
+	if !ok {
+		return fsm.Result{}, ErrUnknownOutcome
+	}
+	return res, nil
+}
+
+// readIndex makes a read on this leader linearizable: it takes the commit
+// index, confirms with a quorum that this node is still the leader, and
+// waits until the state machine has applied up to that index. The leader
+// is ready only after a barrier in its own term, so its commit index is
+// current.
+func (n *Node) readIndex(ctx context.Context) error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	idx := n.raft.CommitIndex()
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return ErrNotLeader
+	}
+	if err := n.fsm.waitApplied(ctx, idx); err != nil {
+		return ErrNoLeader
+	}
+	return nil
+}
+
+// ReadLocal serves a read on this node, which must be the leader.
+func (n *Node) ReadLocal(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	if err := n.readIndex(ctx); err != nil {
+		return fsm.Result{}, err
+	}
+	ts, ok := n.stamp()
+	if !ok {
+		return fsm.Result{}, ErrNotLeader
+	}
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.state.Read(ts, cmd), nil
+}
+
+// KeyVersionLocal answers WATCH on this node, which must be the leader.
+func (n *Node) KeyVersionLocal(ctx context.Context, db int, key string) (uint64, error) {
+	if err := n.readIndex(ctx); err != nil {
+		return 0, err
+	}
+	ts, ok := n.stamp()
+	if !ok {
+		return 0, ErrNotLeader
+	}
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.state.KeyVersion(db, key, ts), nil
+}
+
+// register publishes this node's client address through the log, so the
+// others can forward to it and name it in discovery answers.
+func (n *Node) register() {
+	if n.cfg.RESPAddr == "" {
+		return
+	}
+	n.fsm.mu.Lock()
+	cur, ok := n.state.NodeAddr(n.cfg.ID)
+	n.fsm.mu.Unlock()
+	if ok && cur == n.cfg.RESPAddr {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CommandTimeout)
+	defer cancel()
+	if _, err := n.Apply(ctx, fsm.NodeCommand(n.cfg.ID, n.cfg.RESPAddr)); err != nil {
+		n.cfg.Logger.Warn("registering client address failed", "err", err)
+	}
+}
+
+// removed reports whether this node has been removed from the cluster
+// (kept current by membershipLoop).
+func (n *Node) removed() bool { return n.isRemoved.Load() }

@@ -1,0 +1,134 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/deadbolt/deadbolt/fsm"
+)
+
+// raftFSM adapts the state machine to hashicorp/raft. Raft calls Apply,
+// ApplyBatch, Snapshot and Restore from one goroutine; reads served by
+// ReadIndex take the same lock.
+type raftFSM struct {
+	mu      sync.Mutex
+	fsm     *fsm.FSM
+	deliver Deliverer
+	applied uint64     // index of the last entry applied
+	cond    *sync.Cond // signalled when applied moves
+	// replayUntil is the last log index present when the node started:
+	// entries up to it were delivered before the restart, so replaying
+	// them publishes nothing.
+	replayUntil uint64
+}
+
+func newRaftFSM(f *fsm.FSM, deliver Deliverer) *raftFSM {
+	r := &raftFSM{fsm: f, deliver: deliver}
+	r.cond = sync.NewCond(&r.mu)
+	return r
+}
+
+// Apply applies one committed entry.
+func (r *raftFSM) Apply(l *raft.Log) interface{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.applyLocked(l)
+}
+
+// ApplyBatch applies committed entries in order under one lock.
+func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	out := make([]interface{}, len(logs))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, l := range logs {
+		out[i] = r.applyLocked(l)
+	}
+	return out
+}
+
+func (r *raftFSM) applyLocked(l *raft.Log) interface{} {
+	defer func() {
+		r.applied = l.Index
+		r.cond.Broadcast()
+	}()
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	e, err := DecodeEntry(l.Data)
+	if err != nil {
+		// Every node has the same log: an entry that does not decode is
+		// corruption, and applying around it would diverge.
+		panic(fmt.Sprintf("cluster: log entry %d does not decode: %v", l.Index, err))
+	}
+	res := r.fsm.Apply(e.Time, e.Cmd)
+	res.LogIndex = l.Index
+	if len(res.Effects) > 0 && r.deliver != nil && l.Index > r.replayUntil {
+		res.Receivers = r.deliver.Deliver(res.Effects)
+	}
+	return res
+}
+
+// waitApplied blocks until the entry at index has been applied.
+func (r *raftFSM) waitApplied(ctx context.Context, index uint64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.applied >= index {
+		return nil
+	}
+	stop := context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	})
+	defer stop()
+	for r.applied < index {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r.cond.Wait()
+	}
+	return nil
+}
+
+func (r *raftFSM) appliedIndex() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.applied
+}
+
+// Snapshot captures the state as bytes. Raft may call Persist while later
+// entries are applied, so the copy is taken here, under the lock.
+func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b bytes.Buffer
+	if err := r.fsm.Snapshot(&b); err != nil {
+		return nil, err
+	}
+	return &fsmSnapshot{data: b.Bytes()}, nil
+}
+
+// Restore replaces the state with a snapshot.
+func (r *raftFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fsm.Restore(rc)
+}
+
+type fsmSnapshot struct{ data []byte }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s.data); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}

@@ -1,0 +1,330 @@
+package fsm
+
+import (
+	"bytes"
+	"math"
+	"math/big"
+	"strconv"
+
+	"github.com/deadbolt/deadbolt/resp"
+)
+
+func init() {
+	register(
+		Spec{Name: "hset", Arity: -4, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHset},
+		Spec{Name: "hsetnx", Arity: 4, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHsetnx},
+		Spec{Name: "hget", Arity: 3, Flags: Read | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHget},
+		Spec{Name: "hmget", Arity: -3, Flags: Read | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHmget},
+		Spec{Name: "hmset", Arity: -4, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHmset},
+		Spec{Name: "hdel", Arity: -3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHdel},
+		Spec{Name: "hexists", Arity: 3, Flags: Read | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHexists},
+		Spec{Name: "hincrby", Arity: 4, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHincrby},
+		Spec{Name: "hincrbyfloat", Arity: 4, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHincrbyfloat},
+		Spec{Name: "hlen", Arity: 2, Flags: Read | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHlen},
+		Spec{Name: "hgetall", Arity: 2, Flags: Read, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHgetall},
+		Spec{Name: "hkeys", Arity: 2, Flags: Read, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHkeys},
+		Spec{Name: "hvals", Arity: 2, Flags: Read, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHvals},
+		Spec{Name: "hstrlen", Arity: 3, Flags: Read | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHstrlen},
+		Spec{Name: "hrandfield", Arity: -2, Flags: Read, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHrandfield},
+	)
+}
+
+// Error replies of the hash commands (Redis 7.0 t_hash.c).
+const (
+	msgHashIncrNotFinite = "ERR value is NaN or Infinity"
+	msgHashIncrOverflow  = "ERR increment would produce NaN or Infinity"
+	msgOutOfRangeBare    = "ERR value is out of range"
+)
+
+// hashForWrite returns the hash at key for a command that adds fields: the
+// existing one, or a new empty one (isNew) that the caller puts once it
+// has a field. ok is false for a key of another kind.
+func hashForWrite(c *Ctx, key []byte) (v *Value, isNew, ok bool) {
+	v, ok = c.lookupKind(key, KindHash)
+	if !ok {
+		return nil, false, false
+	}
+	if v == nil {
+		return &Value{Kind: KindHash, Hash: NewHash()}, true, true
+	}
+	return v, false, true
+}
+
+// saveValue records a change to an aggregate: a new value is put under
+// key, an existing one is touched (for WATCH).
+func saveValue(c *Ctx, key []byte, v *Value, isNew bool) {
+	if isNew {
+		c.put(key, v)
+	} else {
+		c.touch(v)
+	}
+}
+
+func cmdHset(c *Ctx, args [][]byte) resp.Reply  { return hsetGeneric(c, args, "hset") }
+func cmdHmset(c *Ctx, args [][]byte) resp.Reply { return hsetGeneric(c, args, "hmset") }
+func hsetGeneric(c *Ctx, args [][]byte, name string) resp.Reply {
+	if len(args)%2 == 1 {
+		return resp.Err(WrongArity(name))
+	}
+	v, isNew, ok := hashForWrite(c, args[1])
+	if !ok {
+		return resp.Err(msgWrongType)
+	}
+	added := 0
+	for i := 2; i < len(args); i += 2 {
+		if v.Hash.Set(args[i], args[i+1]) {
+			added++
+		}
+	}
+	saveValue(c, args[1], v, isNew)
+	if name == "hmset" {
+		return resp.OK
+	}
+	return resp.IntReply(int64(added))
+}
+
+func cmdHsetnx(c *Ctx, args [][]byte) resp.Reply {
+	v, isNew, ok := hashForWrite(c, args[1])
+	if !ok {
+		return resp.Err(msgWrongType)
+	}
+	if _, exists := v.Hash.Get(args[2]); exists {
+		return resp.Zero
+	}
+	v.Hash.Set(args[2], args[3])
+	saveValue(c, args[1], v, isNew)
+	return resp.One
+}
+
+func cmdHget(c *Ctx, args [][]byte) resp.Reply {
+	v, ok := c.lookupKind(args[1], KindHash)
+	if !ok {
+		return resp.Err(msgWrongType)
+	}
+	if v == nil {
+		return resp.NilReply
+	}
+	if val, ok := v.Hash.Get(args[2]); ok {
+		return resp.BulkReply(val)
+	}
+	return resp.NilReply
+}
+
+func cmdHmget(c *Ctx, args [][]byte) resp.Reply {
+	v, ok := c.lookupKind(args[1], KindHash)
+	if !ok {
+		return resp.Err(msgWrongType)
+	}
+	out := make([]resp.Reply, 0, len(args)-2)
+	for _, f := range args[2:] {
+		r := resp.NilReply
+		if v != nil {
+			if val, ok := v.Hash.Get(f); ok {
+				r = resp.BulkReply(val)
+			}
+		}
+		out = append(out, r)
+	}
+	return resp.ArrayReply(out...)
+}
+
+func cmdHdel(c *Ctx, args [][]byte) resp.Reply {
+	v, ok := c.lookupKind(args[1], KindHash)
+	if !ok {
+		return resp.Err(msgWrongType)
+	}
+	if v == nil {
+		return resp.Zero
+	}
+	n := 0
+	for _, f := range args[2:] {
+		if v.Hash.Del(f) {
+			n++
+			if v.Hash.Len() == 0 {
+				break
+			}
+		}
+	}
+	if n > 0 {
+		c.touch(v)
+		c.removeIfEmpty(args[1], v)
+	}
+	return resp.IntReply(int64(n))
+}
+
+func cmdHexists(c *Ctx, args [][]byte) resp.Reply {
+	v, ok := c.lookupKind(args[1], KindHash)
+	if !ok {
+		return resp.Err(msgWrongType)
+	}
+	if v == nil {
+		return resp.Zero
+	}
+	if _, ok := v.Hash.Get(args[2]); ok {
+		return resp.One
+	}
+	return resp.Zero
+}
+
+func cmdHincrby(c *Ctx, args [][]byte) resp.Reply {
+	incr, ok := parseInt64(args[3])
+	if !ok {
+		return resp.Err(msgNotInt)
+	}
+	v, isNew, ok := hashForWrite(c, args[1])
+	if !ok {
+		return resp.Err(msgWrongType)
+	}
+	var cur int64
+	if old, exists := v.Hash.Get(args[2]); exists {
+		if cur, ok = parseInt64(old); !ok {
+			return resp.Err(msgHashNotInt)
+		}
+	}
+	if incr < 0 && cur < 0 && incr < math.MinInt64-cur || incr > 0 && cur > 0 && incr > math.MaxInt64-cur {
+		return resp.Err(msgOverflow)
+	}
+	cur += incr
+	v.Hash.Set(args[2], strconv.AppendInt(nil, cur, 10))
+	saveValue(c, args[1], v, isNew)
+	return resp.IntReply(cur)
+}
+
+// cmdHincrbyfloat adds in long double precision, as Redis does, and stores
+// and replies with the sum printed as INCRBYFLOAT prints it.
+func cmdHincrbyfloat(c *Ctx, args [][]byte) resp.Reply {
+	incr, ok := parseLongDouble(args[3])
+	if !ok {
+		return resp.Err(msgNotFloat)
+	}
+	if incr.IsInf() {
+		return resp.Err(msgHashIncrNotFinite)
+	}
+	v, isNew, ok := hashForWrite(c, args[1])
+	if !ok {
+		return resp.Err(msgWrongType)
+	}
+	cur := new(big.Float)
+	if old, exists := v.Hash.Get(args[2]); exists {
+		if cur, ok = parseLongDouble(old); !ok {
+			return resp.Err(msgHashNotFloat)
+		}
+	}
+	sum, ok := addLongDouble(cur, incr)
+	if !ok {
+		return resp.Err(msgHashIncrOverflow)
+	}
+	s := formatLongDouble(sum)
+	v.Hash.Set(args[2], s)
+	saveValue(c, args[1], v, isNew)
+	return resp.BulkReply(s)
+}
+
+func cmdHlen(c *Ctx, args [][]byte) resp.Reply {
+	v, ok := c.lookupKind(args[1], KindHash)
+	if !ok {
+		return resp.Err(msgWrongType)
+	}
+	if v == nil {
+		return resp.Zero
+	}
+	return resp.IntReply(int64(v.Hash.Len()))
+}
+
+func cmdHgetall(c *Ctx, args [][]byte) resp.Reply { return hashDump(c, args, true, true) }
+func cmdHkeys(c *Ctx, args [][]byte) resp.Reply   { return hashDump(c, args, true, false) }
+func cmdHvals(c *Ctx, args [][]byte) resp.Reply   { return hashDump(c, args, false, true) }
+
+func hashDump(c *Ctx, args [][]byte, fields, values bool) resp.Reply {
+	v, ok := c.lookupKind(args[1], KindHash)
+	if !ok {
+		return resp.Err(msgWrongType)
+	}
+	if v == nil {
+		return resp.EmptyArr
+	}
+	out := make([]resp.Reply, 0, v.Hash.Len()*2)
+	v.Hash.Each(func(f, val []byte) bool {
+		if fields {
+			out = append(out, resp.BulkReply(f))
+		}
+		if values {
+			out = append(out, resp.BulkReply(val))
+		}
+		return true
+	})
+	return resp.ArrayReply(out...)
+}
+
+func cmdHstrlen(c *Ctx, args [][]byte) resp.Reply {
+	v, ok := c.lookupKind(args[1], KindHash)
+	if !ok {
+		return resp.Err(msgWrongType)
+	}
+	if v == nil {
+		return resp.Zero
+	}
+	val, _ := v.Hash.Get(args[2])
+	return resp.IntReply(int64(len(val)))
+}
+
+// cmdHrandfield picks fields as Redis's HRANDFIELD does (distinct fields
+// for a positive count, repeats allowed for a negative one), but from a
+// deterministic sequence (see pickRand).
+func cmdHrandfield(c *Ctx, args [][]byte) resp.Reply {
+	if len(args) == 2 {
+		v, ok := c.lookupKind(args[1], KindHash)
+		if !ok {
+			return resp.Err(msgWrongType)
+		}
+		if v == nil {
+			return resp.NilReply
+		}
+		fields := hashEntries(v.Hash)
+		return resp.BulkReply(fields[newPickRand(c, args[1]).intn(len(fields))].name)
+	}
+	n, errReply, ok := parseRandCount(args[2])
+	if !ok {
+		return errReply
+	}
+	withValues := false
+	if len(args) > 4 || len(args) == 4 && !bytes.EqualFold(args[3], []byte("withvalues")) {
+		return resp.Err(msgSyntax)
+	}
+	if len(args) == 4 {
+		withValues = true
+		if n < -math.MaxInt64/2 || n > math.MaxInt64/2 {
+			return resp.Err(msgOutOfRangeBare)
+		}
+	}
+	if n < -maxRandRepeats {
+		return resp.Err(msgOutOfRangeBare)
+	}
+	v, ok := c.lookupKind(args[1], KindHash)
+	if !ok {
+		return resp.Err(msgWrongType)
+	}
+	if v == nil || n == 0 {
+		return resp.EmptyArr
+	}
+	fields := hashEntries(v.Hash)
+	picks := pickIndexes(newPickRand(c, args[1]), len(fields), n)
+	out := make([]resp.Reply, 0, len(picks)*2)
+	for _, i := range picks {
+		out = append(out, resp.BulkReply(fields[i].name))
+		if withValues {
+			out = append(out, resp.BulkReply(fields[i].value))
+		}
+	}
+	return resp.ArrayReply(out...)
+}
+
+// hashEntries returns the live fields of h in order.
+func hashEntries(h *Hash) []hashField {
+	out := make([]hashField, 0, h.Len())
+	h.Each(func(f, v []byte) bool {
+		out = append(out, hashField{name: f, value: v})
+		return true
+	})
+	return out
+}

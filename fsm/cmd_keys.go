@@ -1,0 +1,828 @@
+package fsm
+
+import (
+	"bufio"
+	"bytes"
+	"hash/fnv"
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/deadbolt/deadbolt/resp"
+)
+
+// Generic key commands: existence, type, expiry, renaming, enumeration.
+func init() {
+	register(
+		Spec{Name: "del", Arity: -2, Flags: Write, FirstKey: 1, LastKey: -1, Step: 1, fn: cmdDel},
+		Spec{Name: "unlink", Arity: -2, Flags: Write | Fast, FirstKey: 1, LastKey: -1, Step: 1, fn: cmdDel},
+		Spec{Name: "exists", Arity: -2, Flags: Read | Fast, FirstKey: 1, LastKey: -1, Step: 1, fn: cmdExists},
+		Spec{Name: "touch", Arity: -2, Flags: Read | Fast, FirstKey: 1, LastKey: -1, Step: 1, fn: cmdExists},
+		Spec{Name: "type", Arity: 2, Flags: Read | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdType},
+		Spec{Name: "expire", Arity: -3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdExpire},
+		Spec{Name: "pexpire", Arity: -3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdExpire},
+		Spec{Name: "expireat", Arity: -3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdExpire},
+		Spec{Name: "pexpireat", Arity: -3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdExpire},
+		Spec{Name: "ttl", Arity: 2, Flags: Read | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdTTL},
+		Spec{Name: "pttl", Arity: 2, Flags: Read | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdTTL},
+		Spec{Name: "expiretime", Arity: 2, Flags: Read | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdTTL},
+		Spec{Name: "pexpiretime", Arity: 2, Flags: Read | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdTTL},
+		Spec{Name: "persist", Arity: 2, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdPersist},
+		Spec{Name: "keys", Arity: 2, Flags: Read, fn: cmdKeys},
+		Spec{Name: "scan", Arity: -2, Flags: Read, fn: cmdScan},
+		Spec{Name: "randomkey", Arity: 1, Flags: Read, fn: cmdRandomKey},
+		Spec{Name: "dbsize", Arity: 1, Flags: Read | Fast, fn: cmdDBSize},
+		Spec{Name: "rename", Arity: 3, Flags: Write, FirstKey: 1, LastKey: 2, Step: 1, fn: cmdRename},
+		Spec{Name: "renamenx", Arity: 3, Flags: Write | Fast, FirstKey: 1, LastKey: 2, Step: 1, fn: cmdRename},
+		Spec{Name: "copy", Arity: -3, Flags: Write, FirstKey: 1, LastKey: 2, Step: 1, fn: cmdCopy},
+		Spec{Name: "move", Arity: 3, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdMove},
+		Spec{Name: "flushdb", Arity: -1, Flags: Write, fn: cmdFlush},
+		Spec{Name: "flushall", Arity: -1, Flags: Write, fn: cmdFlush},
+		Spec{Name: "object", Arity: -2, Flags: Read, fn: cmdObject},
+	)
+}
+
+const (
+	msgInvalidCursor  = "ERR invalid cursor"
+	msgSameObject     = "ERR source and destination objects are the same"
+	msgExpireNXMix    = "ERR NX and XX, GT or LT options at the same time are not compatible"
+	msgExpireGTLT     = "ERR GT and LT options at the same time are not compatible"
+	msgUnsupportedOpt = "ERR Unsupported option "
+)
+
+// cstr is b up to its first NUL byte: Redis compares options and prints
+// them as C strings.
+func cstr(b []byte) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
+
+// optEq reports whether the argument is the option name (lower case),
+// compared as Redis's strcasecmp does.
+func optEq(arg []byte, name string) bool {
+	a := cstr(arg)
+	if len(a) != len(name) {
+		return false
+	}
+	for i := range a {
+		c := a[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != name[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// errInvalidExpire is "invalid expire time in '<cmd>' command" with the
+// command's registered (lower-case) name.
+func errInvalidExpire(args [][]byte) resp.Reply {
+	name := "?"
+	if s, ok := Lookup(args[0]); ok {
+		name = s.Name
+	}
+	return resp.Err("ERR invalid expire time in '" + name + "' command")
+}
+
+func cmdDel(c *Ctx, args [][]byte) resp.Reply {
+	n := int64(0)
+	for _, k := range args[1:] {
+		if c.del(k) {
+			n++
+		}
+	}
+	return resp.IntReply(n)
+}
+
+// cmdExists serves EXISTS and TOUCH: the number of arguments naming a live
+// key (a key named twice counts twice).
+func cmdExists(c *Ctx, args [][]byte) resp.Reply {
+	n := int64(0)
+	for _, k := range args[1:] {
+		if c.lookup(k) != nil {
+			n++
+		}
+	}
+	return resp.IntReply(n)
+}
+
+func cmdType(c *Ctx, args [][]byte) resp.Reply {
+	v := c.lookup(args[1])
+	if v == nil {
+		return resp.StatusReply("none")
+	}
+	return resp.StatusReply(v.Kind.String())
+}
+
+// cmdExpire serves EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT with NX, XX,
+// GT and LT. A deadline at or before now deletes the key (and replies 1),
+// as Redis does on a master.
+func cmdExpire(c *Ctx, args [][]byte) resp.Reply {
+	name := string(bytes.ToLower(args[0]))
+	seconds := name == "expire" || name == "expireat"
+	relative := name == "expire" || name == "pexpire"
+
+	var nx, xx, gt, lt bool
+	for _, o := range args[3:] {
+		switch {
+		case optEq(o, "nx"):
+			nx = true
+		case optEq(o, "xx"):
+			xx = true
+		case optEq(o, "gt"):
+			gt = true
+		case optEq(o, "lt"):
+			lt = true
+		default:
+			return resp.Err(sanitize(msgUnsupportedOpt + string(cstr(o))))
+		}
+	}
+	if nx && (xx || gt || lt) {
+		return resp.Err(msgExpireNXMix)
+	}
+	if gt && lt {
+		return resp.Err(msgExpireGTLT)
+	}
+
+	when, ok := parseInt64(args[2])
+	if !ok {
+		return resp.Err(msgNotInt)
+	}
+	if seconds {
+		if when > math.MaxInt64/1000 || when < math.MinInt64/1000 {
+			return errInvalidExpire(args)
+		}
+		when *= 1000
+	}
+	var base int64
+	if relative {
+		base = c.now
+	}
+	if when > math.MaxInt64-base {
+		return errInvalidExpire(args)
+	}
+	when += base
+
+	v := c.lookup(args[1])
+	if v == nil {
+		return resp.Zero
+	}
+	cur := v.Deadline // 0: none
+	switch {
+	case nx && cur != 0,
+		xx && cur == 0,
+		gt && (cur == 0 || when <= cur),
+		lt && cur != 0 && when >= cur:
+		return resp.Zero
+	}
+	if when <= c.now {
+		c.del(args[1])
+		return resp.One
+	}
+	c.setDeadline(args[1], v, when)
+	c.touch(v)
+	return resp.One
+}
+
+// cmdTTL serves TTL, PTTL, EXPIRETIME and PEXPIRETIME: -2 for a missing
+// key, -1 for a key without expiry.
+func cmdTTL(c *Ctx, args [][]byte) resp.Reply {
+	v := c.lookup(args[1])
+	if v == nil {
+		return resp.IntReply(-2)
+	}
+	if v.Deadline == 0 {
+		return resp.IntReply(-1)
+	}
+	name := string(bytes.ToLower(args[0]))
+	t := v.Deadline
+	if name == "ttl" || name == "pttl" {
+		t -= c.now
+	}
+	t = max(t, 0)
+	if name == "ttl" || name == "expiretime" {
+		t = (t + 500) / 1000
+	}
+	return resp.IntReply(t)
+}
+
+func cmdPersist(c *Ctx, args [][]byte) resp.Reply {
+	v := c.lookup(args[1])
+	if v == nil || v.Deadline == 0 {
+		return resp.Zero
+	}
+	c.setDeadline(args[1], v, 0)
+	c.touch(v)
+	return resp.One
+}
+
+// liveKeys returns the names of the live keys of the current database in
+// byte order.
+func (c *Ctx) liveKeys() []string {
+	out := make([]string, 0, len(c.db.keys))
+	for k, v := range c.db.keys {
+		if !v.expired(c.now) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// cmdKeys replies with the live keys matching the glob pattern. Redis's
+// order is unspecified (hash-table order); deadbolt's is byte order, the
+// same on every node.
+func cmdKeys(c *Ctx, args [][]byte) resp.Reply {
+	pat := args[1]
+	all := len(pat) == 1 && pat[0] == '*'
+	out := []resp.Reply{}
+	for _, k := range c.liveKeys() {
+		if all || stringMatch(pat, []byte(k), false) {
+			out = append(out, resp.BulkString(k))
+		}
+	}
+	return resp.ArrayReply(out...)
+}
+
+// SCAN's cursor is a position in a fixed order of all possible key names:
+// the 63-bit FNV-1a hash of the name (keys with equal hashes together, in
+// byte order). A call returns the keys at or after the cursor, and the
+// next cursor is just past the last hash returned, so a key present for
+// the whole iteration is returned exactly once however other keys come
+// and go, as Redis guarantees (at least once). Keys that share a hash are
+// never split between calls. Cursor 0 starts and ends an iteration; a
+// cursor never exceeds 2^63-1, so clients that parse it as a signed or
+// unsigned 64-bit number both work.
+//
+// COUNT is the number of keys examined (expired and filtered ones
+// included), like the number of hash buckets Redis examines; so a call
+// may return fewer keys than COUNT, or none, with a non-zero cursor. Each
+// call costs O(N) in the size of the database.
+func scanHash(key string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return h.Sum64() >> 1
+}
+
+// parseCursor parses a SCAN cursor as Redis's strtoul-based parser does:
+// no leading space, an optional sign ("-1" is 2^64-1), decimal digits,
+// nothing after; the empty string is 0.
+func parseCursor(b []byte) (uint64, bool) {
+	if len(b) > 0 && isCSpace(b[0]) {
+		return 0, false
+	}
+	s := cstr(b) // strtoul stops at a NUL, and Redis only checks for one
+	if len(s) == 0 {
+		return 0, true
+	}
+	neg := false
+	if s[0] == '+' || s[0] == '-' {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	if len(s) == 0 {
+		return 0, false
+	}
+	var v uint64
+	for _, ch := range s {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		d := uint64(ch - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, false // ERANGE
+		}
+		v = v*10 + d
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+type scanEntry struct {
+	hash uint64
+	key  string
+}
+
+func cmdScan(c *Ctx, args [][]byte) resp.Reply {
+	cursor, ok := parseCursor(args[1])
+	if !ok {
+		return resp.Err(msgInvalidCursor)
+	}
+	count := int64(10)
+	var pat, typ []byte
+	for i := 2; i < len(args); i += 2 {
+		more := i+1 < len(args)
+		switch {
+		case optEq(args[i], "count") && more:
+			n, ok := parseInt64(args[i+1])
+			if !ok {
+				return resp.Err(msgNotInt)
+			}
+			if n < 1 {
+				return resp.Err(msgSyntax)
+			}
+			count = n
+		case optEq(args[i], "match") && more:
+			pat = args[i+1]
+			if len(pat) == 1 && pat[0] == '*' {
+				pat = nil
+			}
+		case optEq(args[i], "type") && more:
+			typ = args[i+1]
+		default:
+			return resp.Err(msgSyntax)
+		}
+	}
+
+	var batch []scanEntry
+	for k := range c.db.keys {
+		if h := scanHash(k); h >= cursor {
+			batch = append(batch, scanEntry{h, k})
+		}
+	}
+	sort.Slice(batch, func(i, j int) bool {
+		if batch[i].hash != batch[j].hash {
+			return batch[i].hash < batch[j].hash
+		}
+		return batch[i].key < batch[j].key
+	})
+	next := uint64(0)
+	if int64(len(batch)) > count {
+		n := int(count)
+		for n < len(batch) && batch[n].hash == batch[n-1].hash {
+			n++ // keep keys with the same hash together
+		}
+		if n < len(batch) {
+			next = batch[n].hash
+		}
+		batch = batch[:n]
+	}
+
+	out := []resp.Reply{}
+	for _, e := range batch {
+		if pat != nil && !stringMatch(pat, []byte(e.key), false) {
+			continue
+		}
+		v := c.db.keys[e.key]
+		if v.expired(c.now) {
+			continue
+		}
+		if typ != nil && !optEq(typ, v.Kind.String()) {
+			continue
+		}
+		out = append(out, resp.BulkString(e.key))
+	}
+	return resp.ArrayReply(
+		resp.BulkString(strconv.FormatUint(next, 10)),
+		resp.ArrayReply(out...),
+	)
+}
+
+// cmdRandomKey picks a live key deterministically: the one whose FNV-1a
+// hash, mixed with the command's time, is least. Every node picks the same
+// key for the same state and time, and the choice moves as time does.
+func cmdRandomKey(c *Ctx, args [][]byte) resp.Reply {
+	seed := mix64(uint64(c.now))
+	var best string
+	var bestScore uint64
+	found := false
+	for k, v := range c.db.keys {
+		if v.expired(c.now) {
+			continue
+		}
+		s := mix64(scanHash(k) ^ seed)
+		if !found || s < bestScore || s == bestScore && k < best {
+			best, bestScore, found = k, s, true
+		}
+	}
+	if !found {
+		return resp.NilReply
+	}
+	return resp.BulkString(best)
+}
+
+// mix64 is the SplitMix64 finalizer.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// cmdDBSize counts the live keys of the database. Redis counts keys that
+// are past their deadline but not yet reclaimed; deadbolt does not, so the
+// answer does not depend on when active expiry last ran.
+func cmdDBSize(c *Ctx, args [][]byte) resp.Reply {
+	return resp.IntReply(int64(len(c.db.keys) - c.expiredInDB()))
+}
+
+// expiredInDB counts keys of the current database that are past their
+// deadline but still stored. It visits only the part of the expiry heap
+// with deadlines at or before now (a heap's children are never earlier
+// than their parent), so it costs O(expired entries), not O(keys).
+func (c *Ctx) expiredInDB() int {
+	h := c.f.expires.h
+	var seen map[string]bool
+	n := 0
+	stack := []int{0}
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if i >= len(h) || h[i].deadline > c.now {
+			continue
+		}
+		stack = append(stack, 2*i+1, 2*i+2)
+		e := h[i]
+		if e.db != c.dbIndex {
+			continue
+		}
+		v := c.db.keys[e.key]
+		if v == nil || v.Deadline != e.deadline || !v.expired(c.now) {
+			continue
+		}
+		if seen == nil {
+			seen = make(map[string]bool)
+		}
+		if !seen[e.key] {
+			seen[e.key] = true
+			n++
+		}
+	}
+	return n
+}
+
+// cmdRename serves RENAME and RENAMENX. The value keeps its expiry.
+func cmdRename(c *Ctx, args [][]byte) resp.Reply {
+	nx := optEq(args[0], "renamenx")
+	src, dst := args[1], args[2]
+	v := c.lookup(src)
+	if v == nil {
+		return resp.Err(msgNoSuchKey)
+	}
+	if bytes.Equal(src, dst) {
+		if nx {
+			return resp.Zero
+		}
+		return resp.OK
+	}
+	if c.lookup(dst) != nil && nx {
+		return resp.Zero
+	}
+	c.remove(string(src))
+	c.put(dst, v)
+	if nx {
+		return resp.One
+	}
+	return resp.OK
+}
+
+// cmdCopy serves COPY source destination [DB db] [REPLACE]. The copy keeps
+// the source's expiry.
+func cmdCopy(c *Ctx, args [][]byte) resp.Reply {
+	replace := false
+	db := c.dbIndex
+	for i := 3; i < len(args); i++ {
+		switch {
+		case optEq(args[i], "replace"):
+			replace = true
+		case optEq(args[i], "db") && i+1 < len(args):
+			n, ok := parseDBIndex(args[i+1])
+			if !ok {
+				return resp.Err(msgNotInt)
+			}
+			if n < 0 || n >= NumDBs {
+				return resp.Err(msgDBIndex)
+			}
+			db = n
+			i++
+		default:
+			return resp.Err(msgSyntax)
+		}
+	}
+	src, dst := args[1], args[2]
+	if db == c.dbIndex && bytes.Equal(src, dst) {
+		return resp.Err(msgSameObject)
+	}
+	v := c.lookup(src)
+	if v == nil {
+		return resp.Zero
+	}
+	saved := c.dbIndex
+	defer c.selectDB(saved)
+	c.selectDB(db)
+	if c.lookup(dst) != nil && !replace {
+		return resp.Zero
+	}
+	nv := cloneValue(v)
+	nv.Deadline = v.Deadline
+	c.put(dst, nv)
+	return resp.One
+}
+
+// cmdMove serves MOVE key db. The value keeps its expiry.
+func cmdMove(c *Ctx, args [][]byte) resp.Reply {
+	db, ok := parseDBIndex(args[2])
+	if !ok {
+		return resp.Err(msgNotInt)
+	}
+	if db < 0 || db >= NumDBs {
+		return resp.Err(msgDBIndex)
+	}
+	if db == c.dbIndex {
+		return resp.Err(msgSameObject)
+	}
+	key := args[1]
+	v := c.lookup(key)
+	if v == nil {
+		return resp.Zero
+	}
+	saved := c.dbIndex
+	c.selectDB(db)
+	if c.lookup(key) != nil {
+		c.selectDB(saved)
+		return resp.Zero
+	}
+	c.put(key, v)
+	c.selectDB(saved)
+	c.remove(string(key))
+	return resp.One
+}
+
+// parseDBIndex parses a database number as getIntFromObject does: a
+// string2ll integer within C int range. The caller checks the range of
+// databases.
+func parseDBIndex(b []byte) (int, bool) {
+	n, ok := parseInt64(b)
+	if !ok || n < math.MinInt32 || n > math.MaxInt32 {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// cloneValue returns a deep copy of v's payload (without deadline or
+// version), through the snapshot encoding so that it stays correct for
+// every kind.
+func cloneValue(v *Value) *Value {
+	if v.Kind == KindString {
+		return &Value{Kind: KindString, Str: append([]byte(nil), v.Str...)}
+	}
+	var buf bytes.Buffer
+	e := &encoder{w: bufio.NewWriter(&buf)}
+	v.encode(e)
+	if err := e.w.Flush(); err != nil {
+		panic("fsm: clone: " + err.Error())
+	}
+	d := &decoder{r: bufio.NewReader(&buf)}
+	nv := decodeValue(d, v.Kind)
+	if d.err != nil {
+		panic("fsm: clone: " + d.err.Error())
+	}
+	return nv
+}
+
+// cmdFlush serves FLUSHDB and FLUSHALL, with an optional SYNC or ASYNC
+// (both mean the same here).
+func cmdFlush(c *Ctx, args [][]byte) resp.Reply {
+	if len(args) > 2 || len(args) == 2 && !optEq(args[1], "sync") && !optEq(args[1], "async") {
+		return resp.Err(msgSyntax)
+	}
+	if optEq(args[0], "flushall") {
+		c.flush(-1)
+	} else {
+		c.flush(c.dbIndex)
+	}
+	return resp.OK
+}
+
+// cmdObject serves OBJECT ENCODING, REFCOUNT, IDLETIME, FREQ and HELP.
+// Encodings are the ones Redis 7.0 would choose with its default
+// thresholds; access times are not tracked, so IDLETIME is always 0 and
+// FREQ reports the LFU-policy error as Redis does under its default LRU
+// policy.
+func cmdObject(c *Ctx, args [][]byte) resp.Reply {
+	sub := args[1]
+	if optEq(sub, "help") && len(args) == 2 {
+		lines := []string{
+			"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"ENCODING <key>",
+			"    Return the kind of internal representation used in order to store the value",
+			"    associated with a <key>.",
+			"FREQ <key>",
+			"    Return the access frequency index of the <key>. The returned integer is",
+			"    proportional to the logarithm of the recent access frequency of the key.",
+			"IDLETIME <key>",
+			"    Return the idle time of the <key>, that is the approximated number of",
+			"    seconds elapsed since the last access to the key.",
+			"REFCOUNT <key>",
+			"    Return the number of references of the value associated with the specified",
+			"    <key>.",
+			"HELP",
+			"    Prints this help.",
+		}
+		out := make([]resp.Reply, len(lines))
+		for i, l := range lines {
+			out[i] = resp.StatusReply(l)
+		}
+		return resp.ArrayReply(out...)
+	}
+	known := optEq(sub, "encoding") || optEq(sub, "refcount") || optEq(sub, "idletime") || optEq(sub, "freq") || optEq(sub, "help")
+	if !known || len(args) != 3 {
+		if known {
+			return resp.Err("ERR wrong number of arguments for 'object|" + string(bytes.ToLower(cstr(sub))) + "' command")
+		}
+		return resp.Err(sanitize("ERR unknown subcommand '" + truncate(string(cstr(sub)), 128) + "'. Try OBJECT HELP."))
+	}
+	v := c.lookup(args[2])
+	if v == nil {
+		return resp.NilReply
+	}
+	switch {
+	case optEq(sub, "encoding"):
+		return resp.BulkString(objectEncoding(v))
+	case optEq(sub, "refcount"):
+		if v.Kind == KindString {
+			if n, ok := parseInt64(v.Str); ok && n >= 0 && n < 10000 {
+				return resp.IntReply(math.MaxInt32) // shared integer
+			}
+		}
+		return resp.One
+	case optEq(sub, "idletime"):
+		return resp.Zero
+	}
+	return resp.Err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// objectEncoding is the encoding Redis 7.0 would report with its default
+// thresholds (hash-max-listpack-entries 128, -value 64;
+// zset-max-listpack-entries 128, -value 64; set-max-intset-entries 512).
+func objectEncoding(v *Value) string {
+	switch v.Kind {
+	case KindString:
+		if len(v.Str) <= 20 {
+			if _, ok := parseInt64(v.Str); ok {
+				return "int"
+			}
+		}
+		if len(v.Str) <= 44 {
+			return "embstr"
+		}
+		return "raw"
+	case KindHash:
+		small := v.Hash.Len() <= 128
+		v.Hash.Each(func(f, val []byte) bool {
+			small = small && len(f) <= 64 && len(val) <= 64
+			return small
+		})
+		if small {
+			return "listpack"
+		}
+		return "hashtable"
+	case KindList:
+		return "quicklist"
+	case KindSet:
+		return "hashtable"
+	case KindZSet:
+		if v.ZSet.Len() <= 128 {
+			return "listpack"
+		}
+		return "skiplist"
+	}
+	return "unknown"
+}
+
+// stringMatch reports whether s matches the glob pattern as Redis's
+// stringmatchlen does: '*', '?', '[...]' classes with '^' negation, 'a-z'
+// ranges (ends in either order) and '\' escapes, and a '\' before any
+// other character. Quirks kept on purpose: an unterminated '[' class runs
+// to the end of the pattern, "[a-]" is the range from 'a' to ']', and
+// bytes above 0x7f compare as C's signed char in ranges.
+func stringMatch(pattern, s []byte, nocase bool) bool {
+	skip := false
+	return matchImpl(pattern, s, nocase, &skip)
+}
+
+func matchImpl(p, s []byte, nocase bool, skipLonger *bool) bool {
+	for len(p) > 0 && len(s) > 0 {
+		switch p[0] {
+		case '*':
+			for len(p) > 1 && p[1] == '*' {
+				p = p[1:]
+			}
+			if len(p) == 1 {
+				return true
+			}
+			for len(s) > 0 {
+				if matchImpl(p[1:], s, nocase, skipLonger) {
+					return true
+				}
+				if *skipLonger {
+					return false
+				}
+				s = s[1:]
+			}
+			*skipLonger = true
+			return false
+		case '?':
+			s = s[1:]
+		case '[':
+			p = p[1:]
+			not := len(p) > 0 && p[0] == '^'
+			if not {
+				p = p[1:]
+			}
+			match := false
+			for {
+				if len(p) >= 2 && p[0] == '\\' {
+					p = p[1:]
+					if p[0] == s[0] {
+						match = true
+					}
+				} else if len(p) > 0 && p[0] == ']' {
+					break
+				} else if len(p) == 0 {
+					// Unterminated class: Redis steps back so that the
+					// advance after the switch lands on the end.
+					p = nil
+					break
+				} else if len(p) >= 3 && p[1] == '-' {
+					start, end, ch := int(int8(p[0])), int(int8(p[2])), int(int8(s[0]))
+					if start > end {
+						start, end = end, start
+					}
+					if nocase {
+						start, end, ch = lowerC(start), lowerC(end), lowerC(ch)
+					}
+					p = p[2:]
+					if ch >= start && ch <= end {
+						match = true
+					}
+				} else if nocase {
+					if lowerC(int(p[0])) == lowerC(int(s[0])) {
+						match = true
+					}
+				} else if p[0] == s[0] {
+					match = true
+				}
+				p = p[1:]
+			}
+			if not {
+				match = !match
+			}
+			if !match {
+				return false
+			}
+			s = s[1:]
+			if p == nil {
+				// The class ran to the end of the pattern.
+				if len(s) == 0 {
+					return true
+				}
+				return false
+			}
+		case '\\':
+			if len(p) >= 2 {
+				p = p[1:]
+			}
+			fallthrough
+		default:
+			if nocase {
+				if lowerC(int(p[0])) != lowerC(int(s[0])) {
+					return false
+				}
+			} else if p[0] != s[0] {
+				return false
+			}
+			s = s[1:]
+		}
+		p = p[1:]
+		if len(s) == 0 {
+			for len(p) > 0 && p[0] == '*' {
+				p = p[1:]
+			}
+			break
+		}
+	}
+	return len(p) == 0 && len(s) == 0
+}
+
+func lowerC(c int) int {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}

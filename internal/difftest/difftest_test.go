@@ -1,0 +1,40 @@
+package difftest
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/deadbolt/deadbolt"
+	"github.com/deadbolt/deadbolt/internal/testredis"
+)
+
+// transcriptDir is testdata/transcripts at the module root.
+var transcriptDir = filepath.Join("..", "..", "testdata", "transcripts")
+
+// TestTranscripts runs every transcript against a fresh redis-server and a
+// fresh deadbolt node, and reports every step whose replies differ.
+func TestTranscripts(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(transcriptDir, "*.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no transcripts in %s", transcriptDir)
+	}
+	for _, path := range files {
+		name := filepath.Base(path)
+		t.Run(name[:len(name)-len(".txt")], func(t *testing.T) {
+			t.Parallel()
+			tr, err := ParseFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			redisAddr := testredis.Start(t)
+			node := deadbolt.RunT(t)
+			ms := Run(tr, redisAddr, node.Addr())
+			for _, m := range ms {
+				t.Error(m.String())
+			}
+		})
+	}
+}

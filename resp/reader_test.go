@@ -1,0 +1,144 @@
+package resp
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func readAll(t testing.TB, in string) ([][][]byte, error) {
+	t.Helper()
+	r := NewReader(strings.NewReader(in))
+	var cmds [][][]byte
+	for {
+		args, err := r.ReadCommand()
+		if err != nil {
+			if err == io.EOF {
+				return cmds, nil
+			}
+			return cmds, err
+		}
+		cmds = append(cmds, args)
+	}
+}
+
+func TestReadCommand(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want [][]string
+		err  string // protocol error text, "" for none
+	}{
+		{name: "multibulk", in: "*2\r\n$3\r\nGET\r\n$1\r\na\r\n", want: [][]string{{"GET", "a"}}},
+		{name: "pipeline", in: "*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPING\r\n", want: [][]string{{"PING"}, {"PING"}}},
+		{name: "empty bulk", in: "*2\r\n$3\r\nGET\r\n$0\r\n\r\n", want: [][]string{{"GET", ""}}},
+		{name: "binary bulk", in: "*2\r\n$3\r\nGET\r\n$4\r\na\r\nb\r\n", want: [][]string{{"GET", "a\r\nb"}}},
+		{name: "zero count skipped", in: "*0\r\n*1\r\n$4\r\nPING\r\n", want: [][]string{{"PING"}}},
+		{name: "negative count skipped", in: "*-1\r\n*1\r\n$4\r\nPING\r\n", want: [][]string{{"PING"}}},
+		{name: "inline", in: "SET a \"b c\"\r\n", want: [][]string{{"SET", "a", "b c"}}},
+		{name: "inline lf only", in: "PING\n", want: [][]string{{"PING"}}},
+		{name: "inline blank skipped", in: "\r\n  \r\nPING\r\n", want: [][]string{{"PING"}}},
+		{name: "inline escapes", in: "SET k \"\\x41\\n\" 'it\\'s'\r\n", want: [][]string{{"SET", "k", "A\n", "it's"}}},
+		{name: "bad count", in: "*x\r\n", err: "invalid multibulk length"},
+		{name: "expected dollar", in: "*1\r\n:1\r\n", err: "expected '$', got ':'"},
+		{name: "bad bulk length", in: "*1\r\n$-5\r\n", err: "invalid bulk length"},
+		{name: "bulk without crlf", in: "*1\r\n$1\r\nab\r\n", err: "invalid bulk length"},
+		{name: "unbalanced", in: "SET a \"b\r\n", err: "unbalanced quotes in request"},
+		{name: "quote then letter", in: "SET a \"b\"c\r\n", err: "unbalanced quotes in request"},
+		{name: "too big inline", in: strings.Repeat("a", MaxInlineSize+10) + "\r\n", err: "too big inline request"},
+		{name: "too big count", in: "*" + strings.Repeat("1", MaxInlineSize+10), err: "too big mbulk count string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmds, err := readAll(t, tt.in)
+			if tt.err != "" {
+				var pe *ProtocolError
+				if !errors.As(err, &pe) || pe.Msg != tt.err {
+					t.Fatalf("err = %v, want protocol error %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cmds) != len(tt.want) {
+				t.Fatalf("got %d commands %q, want %d", len(cmds), cmds, len(tt.want))
+			}
+			for i := range cmds {
+				if len(cmds[i]) != len(tt.want[i]) {
+					t.Fatalf("cmd %d = %q, want %q", i, cmds[i], tt.want[i])
+				}
+				for j := range cmds[i] {
+					if string(cmds[i][j]) != tt.want[i][j] {
+						t.Fatalf("cmd %d = %q, want %q", i, cmds[i], tt.want[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestReaderLimits(t *testing.T) {
+	r := NewReader(strings.NewReader("*1\r\n$100\r\n"))
+	r.MaxBulkLen = 10
+	var pe *ProtocolError
+	if _, err := r.ReadCommand(); !errors.As(err, &pe) || pe.Msg != "invalid bulk length" {
+		t.Fatalf("bulk over limit: err = %v", err)
+	}
+
+	r = NewReader(strings.NewReader("*11\r\n"))
+	r.Unauthenticated = true
+	if _, err := r.ReadCommand(); !errors.As(err, &pe) || pe.Msg != "invalid multibulk length" {
+		t.Fatalf("unauthenticated multibulk: err = %v", err)
+	}
+
+	r = NewReader(strings.NewReader("*2\r\n$6\r\nabcdef\r\n$6\r\nabcdef\r\n"))
+	r.MaxRequest = 10
+	if _, err := r.ReadCommand(); !errors.Is(err, ErrBufferLimit) {
+		t.Fatalf("request over limit: err = %v", err)
+	}
+
+	// A length header that lies does not make the reader allocate it.
+	r = NewReader(strings.NewReader("*1\r\n$536870000\r\nshort"))
+	if _, err := r.ReadCommand(); err != io.ErrUnexpectedEOF {
+		t.Fatalf("lying header: err = %v", err)
+	}
+}
+
+func TestReplyRoundTrip(t *testing.T) {
+	replies := []Reply{
+		OK, NilReply, IntReply(-42), BulkString(""), BulkString("a\r\nb"), Err("ERR x"),
+		{Type: NilArray}, ArrayReply(), ArrayReply(IntReply(1), ArrayReply(BulkString("x"), NilReply)),
+	}
+	for _, r := range replies {
+		enc := r.Append(nil)
+		got, n, ok := Parse(enc)
+		if !ok || n != len(enc) || !got.Equal(r) {
+			t.Errorf("round trip of %q: got %+v (n=%d ok=%v)", enc, got, n, ok)
+		}
+	}
+}
+
+// FuzzReader feeds arbitrary bytes to the request reader: it must never
+// panic, and every command it returns must have at least one argument.
+func FuzzReader(f *testing.F) {
+	f.Add([]byte("*2\r\n$3\r\nGET\r\n$1\r\na\r\n"))
+	f.Add([]byte("SET a \"b\\x41\" 'c'\r\n"))
+	f.Add([]byte("*1\r\n$-1\r\n"))
+	f.Add([]byte("*3\r\n$1\r\na\r\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r := NewReader(bytes.NewReader(in))
+		r.MaxBulkLen = 1 << 16
+		for i := 0; i < 1000; i++ {
+			args, err := r.ReadCommand()
+			if err != nil {
+				return
+			}
+			if len(args) == 0 {
+				t.Fatal("empty command returned")
+			}
+		}
+	})
+}
