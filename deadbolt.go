@@ -1,10 +1,12 @@
 // Package deadbolt starts a deadbolt node in-process: the embedded single
-// node behind the deadbolt command, and a test double for Go tests (see
-// RunT).
+// node behind the deadbolt command, a member of a Raft cluster, and a test
+// double for Go tests (see RunT and RunClusterT).
 package deadbolt
 
 import (
+	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"testing"
@@ -28,41 +30,105 @@ type Config struct {
 	// Clock is where time comes from; nil means the wall clock. Tests use
 	// a *cluster.ManualClock (RunT does) to make TTLs run out at once.
 	Clock cluster.Clock
+
+	// Raft. With neither RaftAddr nor DataDir the node is a single
+	// in-memory node without a log.
+	ID                string         // node name; defaults to the RESP address
+	RaftAddr          string         // Raft transport address
+	DataDir           string         // log, stable store and snapshots
+	Peers             []cluster.Peer // bootstrap configuration
+	Join              string         // RESP address of a member to join through
+	SnapshotThreshold uint64
+	HeartbeatTimeout  time.Duration
+	ElectionTimeout   time.Duration
+	LeaderLease       time.Duration
+	CommandTimeout    time.Duration
+	RaftLog           io.Writer
+
+	network     *cluster.Network // RunClusterT's cuttable links
+	noBootstrap bool             // RunClusterT bootstraps once all nodes listen
 }
 
 // Node is a running deadbolt node.
 type Node struct {
 	srv   *server.Server
-	local *cluster.Local
-	fsm   *fsm.FSM
+	local *cluster.Local // single node without a log
+	raft  *cluster.Node  // member of a Raft cluster
 	clock *cluster.ManualClock
 	done  chan error
 }
 
-// Start starts a single in-memory node and returns once it listens.
+// Start starts a node and returns once it listens.
 func Start(cfg Config) (*Node, error) {
-	f := fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget})
 	hub := server.NewHub()
-	local := cluster.NewLocal(f, cfg.Clock, hub)
-	srv := server.New(server.Config{
+	n := &Node{done: make(chan error, 1)}
+	if mc, ok := cfg.Clock.(*cluster.ManualClock); ok {
+		n.clock = mc
+	}
+	scfg := server.Config{
 		Addr:        cfg.Addr,
 		RequirePass: cfg.RequirePass,
 		MaxClients:  cfg.MaxClients,
 		MaxBulkLen:  cfg.MaxBulkLen,
 		Logger:      cfg.Logger,
 		Version:     cfg.Version,
-	}, local, hub)
-	if err := srv.Listen(); err != nil {
-		local.Close()
-		f.Close()
+	}
+	var backend server.Backend
+	if cfg.RaftAddr == "" && cfg.DataDir == "" {
+		n.local = cluster.NewLocal(fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget}), cfg.Clock, hub)
+		backend = n.local
+	} else {
+		if cfg.RaftAddr == "" {
+			cfg.RaftAddr = "127.0.0.1:0"
+		}
+		id := cfg.ID
+		if id == "" {
+			id = cfg.Addr
+		}
+		peers := cfg.Peers
+		if len(peers) == 0 && cfg.Join == "" && !cfg.noBootstrap {
+			// A lone node with a data directory: a one-voter cluster.
+			peers = []cluster.Peer{{ID: id, RaftAddr: cfg.RaftAddr}}
+		}
+		rn, err := cluster.NewNode(cluster.Config{
+			ID: id, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, Peers: peers,
+			SnapshotThreshold: cfg.SnapshotThreshold, HeartbeatTimeout: cfg.HeartbeatTimeout,
+			ElectionTimeout: cfg.ElectionTimeout, LeaderLease: cfg.LeaderLease,
+			CommandTimeout: cfg.CommandTimeout, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget,
+			Logger: cfg.Logger, RaftLog: cfg.RaftLog, Deliver: hub, Password: cfg.RequirePass,
+			Network: cfg.network,
+		})
+		if err != nil {
+			return nil, err
+		}
+		n.raft = rn
+		backend = rn
+		scfg.Info = rn
+	}
+	n.srv = server.New(scfg, backend, hub)
+	if err := n.srv.Listen(); err != nil {
+		n.stopBackend()
 		return nil, err
 	}
-	n := &Node{srv: srv, local: local, fsm: f, done: make(chan error, 1)}
-	if mc, ok := cfg.Clock.(*cluster.ManualClock); ok {
-		n.clock = mc
+	if n.raft != nil {
+		n.raft.SetRESPAddr(n.srv.Addr().String())
+		if cfg.Join != "" {
+			if err := n.raft.JoinVia(context.Background(), cfg.Join); err != nil {
+				n.srv.Close()
+				n.stopBackend()
+				return nil, err
+			}
+		}
 	}
-	go func() { n.done <- srv.Serve() }()
+	go func() { n.done <- n.srv.Serve() }()
 	return n, nil
+}
+
+func (n *Node) stopBackend() error {
+	if n.local != nil {
+		return n.local.Close()
+	}
+	return n.raft.Close()
 }
 
 // Addr is the node's RESP address, "host:port".
@@ -71,24 +137,41 @@ func (n *Node) Addr() string { return n.srv.Addr().String() }
 // Port is the node's RESP port.
 func (n *Node) Port() int { return n.srv.Addr().(*net.TCPAddr).Port }
 
-// Close stops the node.
+// Raft is the node's Raft member, or nil for a single node without a log.
+func (n *Node) Raft() *cluster.Node { return n.raft }
+
+// Close stops the node at once (a crash, for a cluster member: no
+// leadership hand-over).
 func (n *Node) Close() error {
 	err := n.srv.Close()
 	err = errors.Join(err, <-n.done)
-	n.local.Close()
-	n.fsm.Close()
-	return err
+	return errors.Join(err, n.stopBackend())
+}
+
+// Shutdown stops the node gracefully: a leader hands leadership to another
+// voter first.
+func (n *Node) Shutdown() error {
+	if n.raft != nil {
+		if err := n.raft.TransferIfLeader(); err != nil {
+			n.srv.Close()
+			<-n.done
+			return errors.Join(err, n.raft.Close())
+		}
+	}
+	return n.Close()
 }
 
 // Advance moves the node's clock forward, so that keys whose TTL runs out
-// within d expire now, and runs active expiry. It needs a node started by
-// RunT or with a *cluster.ManualClock.
+// within d expire now, and runs active expiry on a single node. It needs a
+// node started by RunT or with a *cluster.ManualClock.
 func (n *Node) Advance(d time.Duration) {
 	if n.clock == nil {
 		panic("deadbolt: Advance needs a node with a ManualClock")
 	}
 	n.clock.Advance(d)
-	n.local.Expire()
+	if n.local != nil {
+		n.local.Expire()
+	}
 }
 
 // RunT starts an in-memory node on 127.0.0.1 with a free port, for one

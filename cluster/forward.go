@@ -80,6 +80,7 @@ func ServeForward(ctx context.Context, t ForwardTarget, mode, envelope []byte) r
 type forwarder struct {
 	timeout  time.Duration
 	password string
+	dial     func(ctx context.Context, addr string) (net.Conn, error)
 	mu       sync.Mutex
 	idle     map[string][]*fwdConn
 	closed   bool
@@ -93,7 +94,10 @@ type fwdConn struct {
 const maxIdlePerAddr = 64
 
 func newForwarder(timeout time.Duration) *forwarder {
-	return &forwarder{timeout: timeout, idle: make(map[string][]*fwdConn)}
+	return &forwarder{timeout: timeout, idle: make(map[string][]*fwdConn), dial: func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}}
 }
 
 func (f *forwarder) get(ctx context.Context, addr string) (*fwdConn, error) {
@@ -105,8 +109,7 @@ func (f *forwarder) get(ctx context.Context, addr string) (*fwdConn, error) {
 		return c, nil
 	}
 	f.mu.Unlock()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := f.dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}

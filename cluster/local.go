@@ -106,6 +106,14 @@ func (l *Local) KeyVersion(_ context.Context, db int, key string) (uint64, error
 	return l.fsm.KeyVersion(db, key, l.nowMs()), nil
 }
 
+// KeyspaceStats counts a database's keys and those with a deadline (INFO
+// keyspace).
+func (l *Local) KeyspaceStats(db int) (keys, expires int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fsm.Stats(db)
+}
+
 // Expire runs one pass of active expiry now (tests call it after moving
 // the clock); it returns how many keys it removed.
 func (l *Local) Expire() int {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,8 @@ type Config struct {
 	Logger            *slog.Logger
 	RaftLog           io.Writer // raft's own log; discarded if nil
 	Deliver           Deliverer // this node's pub/sub hub
+	Password          string    // AUTH for forwarding to other nodes' client ports
+	Network           *Network  // test hook: links that tests can cut
 }
 
 func (c *Config) defaults() {
@@ -99,6 +102,7 @@ type Node struct {
 	lastProp time.Time // when this leader last proposed anything
 
 	isRemoved atomic.Bool
+	respAddr  atomic.Pointer[string]
 
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -123,9 +127,16 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, errors.New("cluster: a node needs an ID and a Raft address")
 	}
 	n := &Node{cfg: cfg, stop: make(chan struct{})}
+	n.SetRESPAddr(cfg.RESPAddr)
 	n.state = fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget})
 	n.fsm = newRaftFSM(n.state, cfg.Deliver)
 	n.fwd = newForwarder(cfg.CommandTimeout)
+	n.fwd.password = cfg.Password
+	if cfg.Network != nil {
+		n.fwd.dial = func(ctx context.Context, addr string) (net.Conn, error) {
+			return cfg.Network.dial(ctx, cfg.ID, addr)
+		}
+	}
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
@@ -175,7 +186,24 @@ func NewNode(cfg Config) (*Node, error) {
 		n.closeStores()
 		return nil, fmt.Errorf("cluster: raft address: %w", err)
 	}
-	n.transport, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, addr, 8, 5*time.Second, rc.Logger)
+	if cfg.Network != nil {
+		ln, lerr := net.Listen("tcp", cfg.RaftAddr)
+		if lerr != nil {
+			n.closeStores()
+			return nil, fmt.Errorf("cluster: raft transport: %w", lerr)
+		}
+		cfg.Network.Register(ln.Addr().String(), cfg.ID)
+		n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream: &streamLayer{Listener: ln, nw: cfg.Network, id: cfg.ID}, MaxPool: 8,
+			Timeout: 5 * time.Second, Logger: rc.Logger,
+		})
+	} else {
+		var advertise net.Addr = addr
+		if addr.Port == 0 {
+			advertise = nil // the listener's own address
+		}
+		n.transport, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 8, 5*time.Second, rc.Logger)
+	}
 	if err != nil {
 		n.closeStores()
 		return nil, fmt.Errorf("cluster: raft transport: %w", err)
@@ -194,13 +222,9 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	if !hasState && len(cfg.Peers) > 0 {
-		var servers []raft.Server
-		for _, p := range cfg.Peers {
-			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
-		}
-		if err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		if err := n.Bootstrap(cfg.Peers); err != nil {
 			n.Close()
-			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
+			return nil, err
 		}
 	}
 	n.wg.Add(3)
@@ -216,6 +240,32 @@ func (n *Node) closeStores() {
 	}
 	n.closers = nil
 }
+
+// Bootstrap makes peers the first configuration of a new cluster. It is a
+// no-op on a node that already has state.
+func (n *Node) Bootstrap(peers []Peer) error {
+	var servers []raft.Server
+	for _, p := range peers {
+		servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
+	}
+	err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		return fmt.Errorf("cluster: bootstrap: %w", err)
+	}
+	return nil
+}
+
+// SetRESPAddr sets the client address this node publishes (once the
+// server listens, when it was started on port 0).
+func (n *Node) SetRESPAddr(addr string) {
+	n.respAddr.Store(&addr)
+	if n.cfg.Network != nil && addr != "" {
+		n.cfg.Network.Register(addr, n.cfg.ID)
+	}
+}
+
+// RESPAddr is the client address this node publishes.
+func (n *Node) RESPAddr() string { return *n.respAddr.Load() }
 
 // ID is the node's name.
 func (n *Node) ID() string { return n.cfg.ID }
@@ -396,7 +446,9 @@ func (n *Node) membershipLoop() {
 		}
 		// Only a node that was a member and no longer is counts as removed
 		// (a joining node is not yet in the configuration it has).
-		n.isRemoved.Store(member && !in && len(f.Configuration().Servers) > 0)
+		if member && !in && len(f.Configuration().Servers) > 0 {
+			n.isRemoved.Store(true)
+		}
 		if in {
 			n.register()
 		}

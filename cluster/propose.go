@@ -196,18 +196,19 @@ func (n *Node) KeyVersionLocal(ctx context.Context, db int, key string) (uint64,
 // register publishes this node's client address through the log, so the
 // others can forward to it and name it in discovery answers.
 func (n *Node) register() {
-	if n.cfg.RESPAddr == "" {
+	addr := n.RESPAddr()
+	if addr == "" {
 		return
 	}
 	n.fsm.mu.Lock()
 	cur, ok := n.state.NodeAddr(n.cfg.ID)
 	n.fsm.mu.Unlock()
-	if ok && cur == n.cfg.RESPAddr {
+	if ok && cur == addr {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CommandTimeout)
 	defer cancel()
-	if _, err := n.Apply(ctx, fsm.NodeCommand(n.cfg.ID, n.cfg.RESPAddr)); err != nil {
+	if _, err := n.Apply(ctx, fsm.NodeCommand(n.cfg.ID, addr)); err != nil {
 		n.cfg.Logger.Warn("registering client address failed", "err", err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +130,23 @@ func wantNil(tb testing.TB, what string, v any, err error) {
 	tb.Helper()
 	if err != redis.Nil {
 		tb.Fatalf("%s: got (%#v, %v), want nil", what, v, err)
+	}
+}
+
+// TestBenchScriptsMatch checks that cmd/deadbolt-bench measures the same
+// scripts as these tests run.
+func TestBenchScriptsMatch(t *testing.T) {
+	for _, name := range []string{"lock", "unlock"} {
+		ours, err := testdata.ReadFile("testdata/" + name + ".lua")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bench, err := os.ReadFile(filepath.Join("..", "cmd", "deadbolt-bench", name+".lua"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(ours) != string(bench) {
+			t.Errorf("cmd/deadbolt-bench/%s.lua differs from compat/testdata/%s.lua", name, name)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -14,15 +15,15 @@ func TestRedislock(t *testing.T) {
 	forEachServer(t, func(t *testing.T, s *server) {
 		ctx := testContext(t)
 		c := newClient(t, s.addr)
-		locker := redislock.New(c)
+		rl := redislock.New(c)
 
 		t.Run("obtain refresh release", func(t *testing.T) {
 			const key, ttl = "redislock:1", 2 * time.Second
-			lock, err := locker.Obtain(ctx, key, ttl, nil)
+			lock, err := rl.Obtain(ctx, key, ttl, nil)
 			if err != nil {
 				t.Fatalf("Obtain: %v", err)
 			}
-			if _, err := locker.Obtain(ctx, key, ttl, nil); !errors.Is(err, redislock.ErrNotObtained) {
+			if _, err := rl.Obtain(ctx, key, ttl, nil); !errors.Is(err, redislock.ErrNotObtained) {
 				t.Fatalf("Obtain of a held lock: %v, want ErrNotObtained", err)
 			}
 			s.elapse(t, 500*time.Millisecond)
@@ -50,12 +51,12 @@ func TestRedislock(t *testing.T) {
 
 		t.Run("release by a non-owner", func(t *testing.T) {
 			const key, ttl = "redislock:2", 300 * time.Millisecond
-			stale, err := locker.Obtain(ctx, key, ttl, nil)
+			stale, err := rl.Obtain(ctx, key, ttl, nil)
 			if err != nil {
 				t.Fatalf("Obtain: %v", err)
 			}
 			s.elapse(t, ttl)
-			owner, err := locker.Obtain(ctx, key, time.Minute, nil)
+			owner, err := rl.Obtain(ctx, key, time.Minute, nil)
 			if err != nil {
 				t.Fatalf("Obtain after expiry: %v", err)
 			}
@@ -76,18 +77,18 @@ func TestRedislock(t *testing.T) {
 		t.Run("obtain again with the same token", func(t *testing.T) {
 			// The obtain script's second branch: GETRANGE and string.sub.
 			const key = "redislock:3"
-			first, err := locker.Obtain(ctx, key, time.Minute, &redislock.Options{Token: "tok", Metadata: "one"})
+			first, err := rl.Obtain(ctx, key, time.Minute, &redislock.Options{Token: "tok", Metadata: "one"})
 			if err != nil {
 				t.Fatalf("Obtain: %v", err)
 			}
-			second, err := locker.Obtain(ctx, key, time.Minute, &redislock.Options{Token: "tok", Metadata: "two"})
+			second, err := rl.Obtain(ctx, key, time.Minute, &redislock.Options{Token: "tok", Metadata: "two"})
 			if err != nil {
 				t.Fatalf("Obtain with the same token: %v", err)
 			}
 			if got, _ := c.Get(ctx, key).Result(); got != "toktwo" {
 				t.Fatalf("GET %s = %q, want toktwo", key, got)
 			}
-			if _, err := locker.Obtain(ctx, key, time.Minute, &redislock.Options{Token: "tol"}); !errors.Is(err, redislock.ErrNotObtained) {
+			if _, err := rl.Obtain(ctx, key, time.Minute, &redislock.Options{Token: "tol"}); !errors.Is(err, redislock.ErrNotObtained) {
 				t.Fatalf("Obtain with another token: %v, want ErrNotObtained", err)
 			}
 			if err := first.Release(ctx); !errors.Is(err, redislock.ErrLockNotHeld) {
@@ -99,14 +100,14 @@ func TestRedislock(t *testing.T) {
 		})
 
 		t.Run("contention", func(t *testing.T) {
-			contend(t, func(int) func() (func() error, error) {
-				return func() (func() error, error) {
-					lock, err := locker.Obtain(ctx, "redislock:contended", 10*time.Second,
+			contend(t, func(int) locker {
+				return func(ctx context.Context) (func(context.Context) error, error) {
+					lock, err := rl.Obtain(ctx, "redislock:contended", 10*time.Second,
 						&redislock.Options{RetryStrategy: redislock.LinearBackoff(time.Millisecond)})
 					if err != nil {
 						return nil, err
 					}
-					return func() error { return lock.Release(ctx) }, nil
+					return lock.Release, nil
 				}
 			})
 		})

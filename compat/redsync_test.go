@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -94,17 +95,17 @@ func TestRedsync(t *testing.T) {
 		})
 
 		t.Run("contention", func(t *testing.T) {
-			contend(t, func(int) func() (func() error, error) {
+			contend(t, func(int) locker {
 				m := rs.NewMutex("redsync:contended",
 					redsync.WithExpiry(10*time.Second),
 					redsync.WithTries(100000),
 					redsync.WithRetryDelay(time.Millisecond),
 				)
-				return func() (func() error, error) {
+				return func(ctx context.Context) (func(context.Context) error, error) {
 					if err := m.LockContext(ctx); err != nil {
 						return nil, err
 					}
-					return func() error {
+					return func(ctx context.Context) error {
 						ok, err := m.UnlockContext(ctx)
 						if !ok && err == nil {
 							err = errors.New("redsync: Unlock returned false")

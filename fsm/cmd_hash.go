@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/big"
+	"sort"
 	"strconv"
 
 	"github.com/deadbolt/deadbolt/resp"
@@ -26,6 +27,7 @@ func init() {
 		Spec{Name: "hvals", Arity: 2, Flags: Read, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHvals},
 		Spec{Name: "hstrlen", Arity: 3, Flags: Read | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHstrlen},
 		Spec{Name: "hrandfield", Arity: -2, Flags: Read, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHrandfield},
+		Spec{Name: "hscan", Arity: -3, Flags: Read, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdHscan},
 	)
 }
 
@@ -327,4 +329,115 @@ func hashEntries(h *Hash) []hashField {
 		return true
 	})
 	return out
+}
+
+func cmdHscan(c *Ctx, args [][]byte) resp.Reply {
+	return elemScan(c, args, KindHash, func(v *Value) ([]scanElem, bool) {
+		out := make([]scanElem, 0, v.Hash.Len())
+		compact := v.Hash.Len() <= 128
+		v.Hash.Each(func(f, val []byte) bool {
+			compact = compact && len(f) <= 64 && len(val) <= 64
+			out = append(out, scanElem{name: string(f), value: resp.BulkReply(val), paired: true})
+			return true
+		})
+		return out, compact
+	})
+}
+
+// scanElem is one element of a collection for HSCAN, SSCAN and ZSCAN: a
+// field and its value, a member, or a member and its score.
+type scanElem struct {
+	name   string
+	value  resp.Reply
+	paired bool
+}
+
+// elemScan serves HSCAN, SSCAN and ZSCAN. elems lists the collection in
+// its own order and says whether Redis 7.0 would hold it in a compact
+// encoding (listpack, intset). Redis answers those with every element at
+// once and cursor 0, whatever the cursor and COUNT, and so does this; the
+// orders agree (insertion order, intset's numeric order, score order).
+// Larger collections are paged as SCAN pages keys (see scanHash): the
+// cursor is a position in the order of the elements' hashes, so an element
+// present for the whole iteration is returned exactly once.
+func elemScan(c *Ctx, args [][]byte, kind Kind, elems func(*Value) ([]scanElem, bool)) resp.Reply {
+	cursor, ok := parseCursor(args[2])
+	if !ok {
+		return resp.Err(msgInvalidCursor)
+	}
+	v, ok := c.lookupKind(args[1], kind)
+	if !ok {
+		return resp.Err(msgWrongType)
+	}
+	if v == nil {
+		return resp.ArrayReply(resp.BulkString("0"), resp.EmptyArr)
+	}
+	count := int64(10)
+	var pat []byte
+	for i := 3; i < len(args); i += 2 {
+		more := i+1 < len(args)
+		switch {
+		case more && optIs(args[i], "count"):
+			n, ok := parseInt64(args[i+1])
+			if !ok {
+				return resp.Err(msgNotInt)
+			}
+			if n < 1 {
+				return resp.Err(msgSyntax)
+			}
+			count = n
+		case more && optIs(args[i], "match"):
+			pat = args[i+1]
+			if len(pat) == 1 && pat[0] == '*' {
+				pat = nil
+			}
+		default:
+			return resp.Err(msgSyntax)
+		}
+	}
+	page, compact := elems(v)
+	next := uint64(0)
+	if !compact {
+		type hashed struct {
+			h uint64
+			e scanElem
+		}
+		var batch []hashed
+		for _, e := range page {
+			if h := scanHash(e.name); h >= cursor {
+				batch = append(batch, hashed{h, e})
+			}
+		}
+		sort.Slice(batch, func(i, j int) bool {
+			if batch[i].h != batch[j].h {
+				return batch[i].h < batch[j].h
+			}
+			return batch[i].e.name < batch[j].e.name
+		})
+		if int64(len(batch)) > count {
+			n := int(count)
+			for n < len(batch) && batch[n].h == batch[n-1].h {
+				n++ // elements with the same hash go together
+			}
+			if n < len(batch) {
+				next = batch[n].h
+			}
+			batch = batch[:n]
+		}
+		page = page[:0]
+		for _, b := range batch {
+			page = append(page, b.e)
+		}
+	}
+	out := []resp.Reply{}
+	for _, e := range page {
+		if pat != nil && !stringMatch(pat, []byte(e.name), false) {
+			continue
+		}
+		out = append(out, resp.BulkString(e.name))
+		if e.paired {
+			out = append(out, e.value)
+		}
+	}
+	return resp.ArrayReply(resp.BulkString(strconv.FormatUint(next, 10)), resp.ArrayReply(out...))
 }

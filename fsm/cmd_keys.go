@@ -262,6 +262,8 @@ func cmdKeys(c *Ctx, args [][]byte) resp.Reply {
 // included), like the number of hash buckets Redis examines; so a call
 // may return fewer keys than COUNT, or none, with a non-zero cursor. Each
 // call costs O(N) in the size of the database.
+
+// scanHash is a key's position in SCAN's order: its FNV-1a hash, 63 bits.
 func scanHash(key string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(key))
@@ -494,9 +496,9 @@ func cmdCopy(c *Ctx, args [][]byte) resp.Reply {
 		case optEq(args[i], "replace"):
 			replace = true
 		case optEq(args[i], "db") && i+1 < len(args):
-			n, ok := parseDBIndex(args[i+1])
-			if !ok {
-				return resp.Err(msgNotInt)
+			n, msg := parseIntArg(args[i+1])
+			if msg != "" {
+				return resp.Err(msg)
 			}
 			if n < 0 || n >= NumDBs {
 				return resp.Err(msgDBIndex)
@@ -529,9 +531,9 @@ func cmdCopy(c *Ctx, args [][]byte) resp.Reply {
 
 // cmdMove serves MOVE key db. The value keeps its expiry.
 func cmdMove(c *Ctx, args [][]byte) resp.Reply {
-	db, ok := parseDBIndex(args[2])
-	if !ok {
-		return resp.Err(msgNotInt)
+	db, msg := parseIntArg(args[2])
+	if msg != "" {
+		return resp.Err(msg)
 	}
 	if db < 0 || db >= NumDBs {
 		return resp.Err(msgDBIndex)
@@ -554,17 +556,6 @@ func cmdMove(c *Ctx, args [][]byte) resp.Reply {
 	c.selectDB(saved)
 	c.remove(string(key))
 	return resp.One
-}
-
-// parseDBIndex parses a database number as getIntFromObject does: a
-// string2ll integer within C int range. The caller checks the range of
-// databases.
-func parseDBIndex(b []byte) (int, bool) {
-	n, ok := parseInt64(b)
-	if !ok || n < math.MinInt32 || n > math.MaxInt32 {
-		return 0, false
-	}
-	return int(n), true
 }
 
 // cloneValue returns a deep copy of v's payload (without deadline or
@@ -633,8 +624,9 @@ func cmdObject(c *Ctx, args [][]byte) resp.Reply {
 		}
 		return resp.ArrayReply(out...)
 	}
-	known := optEq(sub, "encoding") || optEq(sub, "refcount") || optEq(sub, "idletime") || optEq(sub, "freq") || optEq(sub, "help")
-	if !known || len(args) != 3 {
+	help := optEq(sub, "help")
+	known := help || optEq(sub, "encoding") || optEq(sub, "refcount") || optEq(sub, "idletime") || optEq(sub, "freq")
+	if !known || help || len(args) != 3 {
 		if known {
 			return resp.Err("ERR wrong number of arguments for 'object|" + string(bytes.ToLower(cstr(sub))) + "' command")
 		}

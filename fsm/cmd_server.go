@@ -39,9 +39,9 @@ func cmdTime(c *Ctx, args [][]byte) resp.Reply {
 // cmdSelect switches the database for the rest of the transaction or
 // script; Result.DB carries it back to the connection.
 func cmdSelect(c *Ctx, args [][]byte) resp.Reply {
-	n, ok := parseDBIndex(args[1])
-	if !ok {
-		return resp.Err(msgNotInt)
+	n, msg := parseIntArg(args[1])
+	if msg != "" {
+		return resp.Err(msg)
 	}
 	if n < 0 || n >= NumDBs {
 		return resp.Err(msgDBIndex)

@@ -17,6 +17,7 @@ func init() {
 		Spec{Name: "scard", Arity: 2, Flags: Read | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdScard},
 		Spec{Name: "spop", Arity: -2, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdSpop},
 		Spec{Name: "srandmember", Arity: -2, Flags: Read, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdSrandmember},
+		Spec{Name: "sscan", Arity: -3, Flags: Read, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdSscan},
 	)
 }
 
@@ -30,7 +31,7 @@ const (
 // negative count (repeats allowed). Redis streams such a reply however
 // long it is; a node here builds it in memory, so a count like -10^18
 // would take the node down instead of one client.
-const maxRandRepeats = 1 << 20
+const maxRandRepeats = 100_000
 
 func cmdSadd(c *Ctx, args [][]byte) resp.Reply {
 	v, ok := c.lookupKind(args[1], KindSet)
@@ -297,4 +298,21 @@ func (r *pickRand) next() uint64 {
 func (r *pickRand) intn(n int) int {
 	hi, _ := bits.Mul64(r.next(), uint64(n))
 	return int(hi)
+}
+
+// cmdSscan: a set of at most 512 integers is an intset in Redis 7.0, the
+// compact case of elemScan; any other set is a hash table.
+func cmdSscan(c *Ctx, args [][]byte) resp.Reply {
+	return elemScan(c, args, KindSet, func(v *Value) ([]scanElem, bool) {
+		out := make([]scanElem, 0, v.Set.Len())
+		compact := v.Set.Len() <= 512
+		v.Set.Each(func(m string) bool {
+			if compact {
+				_, compact = parseInt64([]byte(m))
+			}
+			out = append(out, scanElem{name: m})
+			return true
+		})
+		return out, compact
+	})
 }

@@ -31,6 +31,7 @@ func init() {
 		Spec{Name: "zremrangebylex", Arity: 4, Flags: Write, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdZremrangebylex},
 		Spec{Name: "zpopmin", Arity: -2, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdZpopmin},
 		Spec{Name: "zpopmax", Arity: -2, Flags: Write | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdZpopmax},
+		Spec{Name: "zscan", Arity: -3, Flags: Read, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdZscan},
 	)
 }
 
@@ -55,7 +56,14 @@ func storedScore(s float64) float64 {
 	return s
 }
 
-func scoreReply(s float64) resp.Reply { return resp.BulkReply(formatScore(s)) }
+// scoreReply prints a score as Redis's addReplyDouble does. Only a score
+// just computed can be -0 (see storedScore); Redis prints it as "-0".
+func scoreReply(s float64) resp.Reply {
+	if s == 0 && math.Signbit(s) {
+		return resp.BulkString("-0")
+	}
+	return resp.BulkReply(formatScore(s))
+}
 
 func cmdZadd(c *Ctx, args [][]byte) resp.Reply    { return zaddGeneric(c, args, false) }
 func cmdZincrby(c *Ctx, args [][]byte) resp.Reply { return zaddGeneric(c, args, true) }
@@ -726,4 +734,27 @@ func zpopGeneric(c *Ctx, args [][]byte, max bool) resp.Reply {
 	c.touch(v)
 	c.removeIfEmpty(args[1], v)
 	return resp.ArrayReply(out...)
+}
+
+// cmdZscan: a listpack-encoded sorted set (at most 128 members of at most
+// 64 bytes) holds its scores as text, which ZSCAN returns as stored
+// (d2string: 123456789012345680, not 1.2345678901234568e+17).
+func cmdZscan(c *Ctx, args [][]byte) resp.Reply {
+	return elemScan(c, args, KindZSet, func(v *Value) ([]scanElem, bool) {
+		out := make([]scanElem, 0, v.ZSet.Len())
+		compact := v.ZSet.Len() <= 128
+		v.ZSet.Each(func(m string, _ float64) bool {
+			compact = compact && len(m) <= 64
+			return compact
+		})
+		v.ZSet.Each(func(m string, s float64) bool {
+			score := scoreReply(s)
+			if compact {
+				score = resp.BulkReply(formatD2String(s))
+			}
+			out = append(out, scanElem{name: m, value: score, paired: true})
+			return true
+		})
+		return out, compact
+	})
 }

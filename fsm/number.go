@@ -13,6 +13,7 @@ import (
 // exactly, without cgo:
 //
 //	parseInt64        string2ll: every integer argument and stored integer
+//	parseIntArg       getIntFromObjectOrReply: SELECT and other int arguments
 //	parseFloat        string2d: ZADD/ZINCRBY scores and other double arguments
 //	parseStrtod       bare strtod as ZRANGEBYSCORE's bounds use it
 //	parseLongDouble   string2ld: INCRBYFLOAT/HINCRBYFLOAT operands
@@ -65,6 +66,24 @@ func parseInt64(b []byte) (int64, bool) {
 		return 0, false
 	}
 	return int64(v), true
+}
+
+// msgIntRange is getIntFromObjectOrReply's error for a valid integer
+// outside C's int.
+const msgIntRange = "ERR value is out of range, value must between -2147483648 and 2147483647"
+
+// parseIntArg parses an argument as Redis's getIntFromObjectOrReply does
+// (SELECT, MOVE and COPY's database numbers): a string2ll integer within
+// C int. msg is the error reply's text, "" when n is valid.
+func parseIntArg(b []byte) (n int, msg string) {
+	v, ok := parseInt64(b)
+	if !ok {
+		return 0, msgNotInt
+	}
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return 0, msgIntRange
+	}
+	return int(v), ""
 }
 
 // maxLongDoubleChars is Redis's MAX_LONG_DOUBLE_CHARS: string2ld refuses
@@ -177,8 +196,12 @@ func formatFloat(f float64) []byte {
 // (ZSCORE, ZRANGE WITHSCORES, ZINCRBY, ZADD INCR): C's "%.17g", with
 // infinities as "inf" and "-inf". So 1.5 is "1.5", 922337203685477 is
 // "922337203685477", 0.1 is "0.10000000000000001", 1e20 is "1e+20".
+// Negative zero prints as "0": redis-server 7.0.15 answers ZADD z -0 m,
+// ZSCORE z m with "0", and ZINCRBY z -0 m likewise.
 func formatScore(f float64) []byte {
 	switch {
+	case f == 0:
+		return []byte("0")
 	case math.IsInf(f, 1):
 		return []byte("inf")
 	case math.IsInf(f, -1):

@@ -87,7 +87,9 @@ func (r *Reader) readLine(tooBig string) ([]byte, error) {
 			}
 			return nil, err
 		}
-		if len(line) > MaxInlineSize {
+		// 64 KiB without a newline: refuse now rather than wait for
+		// more of a request that can no longer be valid.
+		if len(line) >= MaxInlineSize {
 			return nil, &ProtocolError{tooBig}
 		}
 	}

@@ -67,7 +67,7 @@ func (c *conn) checkAuth(user, pass []byte) bool {
 	if string(user) != "default" {
 		return false
 	}
-	want := c.srv.cfg.RequirePass
+	want := c.srv.requirePass()
 	if want == "" {
 		return true
 	}
@@ -82,7 +82,7 @@ func (c *conn) setAuthed(ok bool) {
 func cmdAuth(c *conn, args [][]byte) {
 	switch len(args) {
 	case 2:
-		if c.srv.cfg.RequirePass == "" {
+		if c.srv.requirePass() == "" {
 			c.reply(resp.Err(msgAuthNoPwd))
 			return
 		}
@@ -140,7 +140,7 @@ func cmdHello(c *conn, args [][]byte) {
 		}
 	}
 	if !c.authed {
-		c.reply(resp.Err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"))
+		c.reply(resp.Err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"))
 		return
 	}
 	if setName {
@@ -209,7 +209,8 @@ func cmdReset(c *conn, _ [][]byte) {
 	c.mu.Lock()
 	c.name = ""
 	c.mu.Unlock()
-	c.setAuthed(c.srv.cfg.RequirePass == "")
+	c.setAuthed(c.srv.requirePass() == "")
+	c.adm.reset()
 	c.reply(resp.StatusReply("RESET"))
 }
 

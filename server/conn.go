@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"time"
@@ -42,6 +43,8 @@ type conn struct {
 	lastUsed time.Time
 
 	wmu sync.Mutex // serialises writes to nc
+
+	adm clientState // CLIENT state (cmd_admin.go)
 }
 
 type multiState struct {
@@ -58,7 +61,7 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 		lastUsed: time.Now(),
 		addr:     nc.RemoteAddr().String(),
 		laddr:    nc.LocalAddr().String(),
-		authed:   s.cfg.RequirePass == "",
+		authed:   s.requirePass() == "",
 	}
 	c.rd = resp.NewReader(nc)
 	c.rd.MaxBulkLen = s.cfg.MaxBulkLen
@@ -83,7 +86,7 @@ func (c *conn) serve() {
 		c.lastUsed = time.Now()
 		c.mu.Unlock()
 		c.srv.stats.commands.Add(1)
-		c.dispatch(args)
+		c.run(args)
 		if c.closing {
 			c.flush()
 			return
@@ -98,6 +101,25 @@ func (c *conn) serve() {
 	}
 }
 
+// run executes one request. A handler that panics has a bug that a
+// client's input reached: the panic is logged, the client gets an error
+// reply, and this connection and every other one go on being served.
+func (c *conn) run(args [][]byte) {
+	start := time.Now()
+	c.adm.beginCommand()
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				c.srv.cfg.Logger.Error("server: panic serving a command",
+					"client", c.id, "addr", c.addr, "command", c.lastCmd, "panic", p, "stack", string(debug.Stack()))
+				c.reply(resp.Err("ERR internal error"))
+			}
+		}()
+		c.dispatch(args)
+	}()
+	c.endCommand(args, time.Since(start))
+}
+
 func (c *conn) shutdown() {
 	c.mu.Lock()
 	c.dead = true
@@ -106,8 +128,14 @@ func (c *conn) shutdown() {
 	c.nc.Close()
 }
 
-// reply queues one reply.
+// reply queues one reply, unless CLIENT REPLY turned replies off.
 func (c *conn) reply(r resp.Reply) {
+	if r.Type == resp.Error {
+		c.adm.noteError(r.Str)
+	}
+	if c.adm.quiet() {
+		return
+	}
 	c.mu.Lock()
 	c.out = r.Append(c.out)
 	c.mu.Unlock()
@@ -143,7 +171,7 @@ func (c *conn) push(msg []byte) bool {
 		return false
 	}
 	c.out = append(c.out, msg...)
-	if len(c.out) > c.srv.cfg.PubSubOutputLimit {
+	if len(c.out) > c.srv.pubsubOutputLimit() {
 		c.dead = true
 		c.out = nil
 		c.mu.Unlock()

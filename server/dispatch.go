@@ -84,12 +84,11 @@ func (c *conn) dispatch(args [][]byte) {
 	case isConn:
 		name = cs.name
 	}
-	c.lastCmd = name
+	// Containers (CLIENT, CONFIG, ...) are known by their subcommand:
+	// "client|list", as Redis reports it.
+	c.lastCmd = fullName(name, args)
 
-	if !c.authed && (!isConn || cs.flags&noAuth == 0) {
-		c.reply(resp.Err(msgNoAuth))
-		return
-	}
+	// Redis 7.0's order: unknown command, arity, then authentication.
 	if spec == nil && !isConn {
 		c.failQueue()
 		c.reply(resp.Err(fsm.UnknownCommand(args)))
@@ -102,18 +101,26 @@ func (c *conn) dispatch(args [][]byte) {
 		arity = cs.arity
 	}
 	if !arityOK(arity, len(args)) {
+		c.adm.rejected = true
 		c.failQueue()
 		c.reply(resp.Err(fsm.WrongArity(name)))
 		return
 	}
+	if !c.authed && (!isConn || cs.flags&noAuth == 0) {
+		c.adm.rejected = true
+		c.reply(resp.Err(msgNoAuth))
+		return
+	}
 	if c.subscribed() && (!isConn || cs.flags&inSubMode == 0) {
-		c.reply(resp.Err("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
+		c.adm.rejected = true
+		c.reply(resp.Err("ERR Can't execute '" + c.lastCmd + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
 		return
 	}
 	if c.multi != nil && (spec != nil || cs.flags&multiCtl == 0) {
 		if spec == nil {
 			// A connection command inside MULTI that the state machine
 			// cannot run as part of the transaction.
+			c.adm.rejected = true
 			c.failQueue()
 			c.reply(resp.Err("ERR '" + name + "' is not supported inside MULTI"))
 			return

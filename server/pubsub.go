@@ -232,7 +232,10 @@ func (h *Hub) numSub(k subKind, name string) int {
 }
 
 func cmdPubSub(c *conn, args [][]byte) {
-	sub := strings.ToLower(string(args[1]))
+	sub, ok := checkSubcommand(c, args)
+	if !ok {
+		return
+	}
 	h := c.srv.hub
 	switch {
 	case (sub == "channels" || sub == "shardchannels") && len(args) <= 3:
@@ -280,14 +283,14 @@ func cmdPubSub(c *conn, args [][]byte) {
 			"    Return the number of subscribers for the specified shard level channel(s)",
 		}))
 	default:
-		c.reply(unknownSubcommand(args))
+		c.reply(subcommandSyntaxError(args))
 	}
 }
 
 // helpReply is the reply of a "<CMD> HELP" subcommand.
 func helpReply(cmd string, lines []string) resp.Reply {
 	all := append([]string{cmd + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"}, lines...)
-	all = append(all, "HELP", "    Print this help.")
+	all = append(all, "HELP", "    Prints this help.")
 	out := make([]resp.Reply, len(all))
 	for i, l := range all {
 		out[i] = resp.StatusReply(l)

@@ -104,6 +104,11 @@ type Server struct {
 	stats   stats
 	runID   string
 	lastErr error
+
+	adm      adminState // CLIENT, CONFIG, WAIT, SAVE (cmd_admin.go)
+	cmdStats commandStats
+	errStats errorStats
+	ops      opsSampler
 }
 
 type stats struct {
@@ -116,7 +121,7 @@ type stats struct {
 // backend delivers published messages to.
 func New(cfg Config, backend Backend, hub *Hub) *Server {
 	cfg.defaults()
-	return &Server{
+	s := &Server{
 		cfg:     cfg,
 		backend: backend,
 		hub:     hub,
@@ -124,6 +129,8 @@ func New(cfg Config, backend Backend, hub *Hub) *Server {
 		start:   time.Now(),
 		runID:   newRunID(),
 	}
+	s.initAdmin()
+	return s
 }
 
 // Listen opens the server's address.
@@ -206,6 +213,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.adm.cancel() // ends WAIT and DEBUG SLEEP
 	var err error
 	if s.ln != nil {
 		err = s.ln.Close()

@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// Timeouts for one reply and for dialing.
+// Timeouts for one reply, for one pushed message, and for dialing.
 const (
 	replyTimeout = 5 * time.Second
+	pushTimeout  = 2 * time.Second
 	dialTimeout  = 5 * time.Second
 	// maxFailures consecutive steps without a reply from a server end the
 	// run: the server hangs, and every further step would wait too.
@@ -125,7 +126,11 @@ func (sd *side) roundTrip(s Step) (Value, error) {
 			return Value{}, fmt.Errorf("write: %w", err)
 		}
 	}
-	_ = c.c.SetReadDeadline(time.Now().Add(replyTimeout))
+	timeout := replyTimeout
+	if s.Kind == Recv {
+		timeout = pushTimeout
+	}
+	_ = c.c.SetReadDeadline(time.Now().Add(timeout))
 	v, err := readValue(c.rd)
 	if err != nil {
 		sd.drop(s.Opts.Conn)

@@ -89,8 +89,9 @@ func TestTranscriptsParseErrors(t *testing.T) {
 	}
 }
 
-// TestTranscriptsParseFiles checks that every transcript file parses and
-// that definitions are used, without starting any server.
+// TestTranscriptsParseFiles checks that every transcript file parses,
+// without starting any server, so that a broken file is reported even
+// where redis-server is missing.
 func TestTranscriptsParseFiles(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(transcriptDir, "*.txt"))
 	if err != nil {

@@ -1,0 +1,316 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/deadbolt/deadbolt/fsm"
+	"github.com/deadbolt/deadbolt/resp"
+)
+
+// Member is one server in the Raft configuration.
+type Member struct {
+	ID       string
+	RaftAddr string
+	RESPAddr string // "" until the member registered it
+	Voter    bool
+	Leader   bool
+}
+
+// Members returns the current configuration with client addresses.
+func (n *Node) Members() ([]Member, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	_, leader := n.raft.LeaderWithID()
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	var out []Member
+	for _, s := range f.Configuration().Servers {
+		addr, _ := n.state.NodeAddr(string(s.ID))
+		out = append(out, Member{
+			ID: string(s.ID), RaftAddr: string(s.Address), RESPAddr: addr,
+			Voter: s.Suffrage == raft.Voter, Leader: s.ID == leader,
+		})
+	}
+	return out, nil
+}
+
+// Leader returns the leader's id and client address, if known.
+func (n *Node) Leader() (id, respAddr string, ok bool) {
+	_, lid := n.raft.LeaderWithID()
+	if lid == "" {
+		return "", "", false
+	}
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	addr, _ := n.state.NodeAddr(string(lid))
+	return string(lid), addr, true
+}
+
+// AddVoter adds a voter. Only the leader can; others return ErrNotLeader.
+func (n *Node) AddVoter(id, raftAddr string) error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.CommandTimeout).Error(); err != nil {
+		return fmt.Errorf("cluster: add voter %s: %w", id, err)
+	}
+	return nil
+}
+
+// RemoveServer removes a member and forgets its client address. Only the
+// leader can.
+func (n *Node) RemoveServer(id string) error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	n.fsm.mu.Lock()
+	addr, _ := n.state.NodeAddr(id)
+	n.fsm.mu.Unlock()
+	if err := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.CommandTimeout).Error(); err != nil {
+		return fmt.Errorf("cluster: remove %s: %w", id, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CommandTimeout)
+	defer cancel()
+	if _, err := n.Apply(ctx, fsm.ForgetCommand(id)); err != nil {
+		return err
+	}
+	// The removed node may never see the configuration that drops it (the
+	// leader stops replicating to it), so tell it directly. Best effort: a
+	// node that does not hear it finds no leader and serves nothing.
+	if addr != "" {
+		r, err := n.roundTrip(ctx, addr, [][]byte{[]byte("RAFT"), []byte("REMOVED"), []byte(id)})
+		if err != nil || r.Type == resp.Error {
+			n.cfg.Logger.Warn("telling a removed node failed", "id", id, "err", err, "reply", r.String())
+		}
+	}
+	return nil
+}
+
+// MarkRemoved is called on a node that the leader removed: it stops
+// serving and stops its Raft instance so that it cannot disturb the
+// cluster with elections.
+func (n *Node) MarkRemoved(id string) bool {
+	if id != n.cfg.ID {
+		return false
+	}
+	n.isRemoved.Store(true)
+	go n.raft.Shutdown()
+	return true
+}
+
+// TransferLeadership asks raft to hand leadership to another voter.
+func (n *Node) TransferLeadership() error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	return n.raft.LeadershipTransfer().Error()
+}
+
+// AppliedIndex is the index of the last entry this node applied.
+func (n *Node) AppliedIndex() uint64 { return n.fsm.appliedIndex() }
+
+// AppliedCommand is the command a leader sends followers to learn how far
+// they have applied (for WAIT).
+const AppliedCommand = "deadbolt.applied"
+
+// Wait blocks until at least want followers have applied the entry at
+// index, or timeout passes (0: wait forever, bounded by ctx), and returns
+// how many have. Only counts on the leader; elsewhere it returns 0.
+func (n *Node) Wait(ctx context.Context, index uint64, want int, timeout time.Duration) int {
+	if !n.IsLeader() {
+		return 0
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	for {
+		got := n.countApplied(ctx, index)
+		if got >= want || ctx.Err() != nil {
+			return got
+		}
+		select {
+		case <-ctx.Done():
+			return got
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (n *Node) countApplied(ctx context.Context, index uint64) int {
+	members, err := n.Members()
+	if err != nil {
+		return 0
+	}
+	type answer struct{ ok bool }
+	ch := make(chan answer, len(members))
+	asked := 0
+	for _, m := range members {
+		if m.ID == n.cfg.ID || m.RESPAddr == "" {
+			continue
+		}
+		asked++
+		go func(addr string) {
+			qctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			defer cancel()
+			c, err := n.fwd.get(qctx, addr)
+			if err != nil {
+				ch <- answer{}
+				return
+			}
+			r, err := c.roundTrip(qctx, [][]byte{[]byte(AppliedCommand)})
+			if err != nil {
+				c.nc.Close()
+				ch <- answer{}
+				return
+			}
+			n.fwd.put(addr, c)
+			v, _ := strconv.ParseUint(string(r.Str), 10, 64)
+			ch <- answer{ok: r.Type == resp.Bulk && v >= index}
+		}(m.RESPAddr)
+	}
+	got := 0
+	for i := 0; i < asked; i++ {
+		if (<-ch).ok {
+			got++
+		}
+	}
+	return got
+}
+
+// Role is the ROLE reply: master with its replicas, or slave of the
+// leader.
+func (n *Node) Role() resp.Reply {
+	members, _ := n.Members()
+	if n.IsLeader() {
+		var reps []resp.Reply
+		for _, m := range members {
+			if m.ID == n.cfg.ID || m.RESPAddr == "" {
+				continue
+			}
+			host, port := splitHostPort(m.RESPAddr)
+			reps = append(reps, resp.ArrayReply(resp.BulkString(host), resp.BulkString(port), resp.BulkString("0")))
+		}
+		return resp.ArrayReply(resp.BulkString("master"), resp.IntReply(int64(n.AppliedIndex())), resp.ArrayReply(reps...))
+	}
+	host, port := "", "0"
+	state := "connect"
+	if _, addr, ok := n.Leader(); ok && addr != "" {
+		host, port = splitHostPort(addr)
+		state = "connected"
+	}
+	p, _ := strconv.Atoi(port)
+	return resp.ArrayReply(resp.BulkString("slave"), resp.BulkString(host), resp.IntReply(int64(p)),
+		resp.BulkString(state), resp.IntReply(int64(n.AppliedIndex())))
+}
+
+// Replication returns the lines of INFO's replication section.
+func (n *Node) Replication() []string {
+	members, _ := n.Members()
+	applied := strconv.FormatUint(n.AppliedIndex(), 10)
+	if n.IsLeader() {
+		lines := []string{"role:master"}
+		var slaves []string
+		for _, m := range members {
+			if m.ID == n.cfg.ID || m.RESPAddr == "" {
+				continue
+			}
+			host, port := splitHostPort(m.RESPAddr)
+			slaves = append(slaves, fmt.Sprintf("slave%d:ip=%s,port=%s,state=online,offset=%s,lag=0", len(slaves), host, port, applied))
+		}
+		lines = append(lines, "connected_slaves:"+strconv.Itoa(len(slaves)))
+		lines = append(lines, slaves...)
+		return append(lines, "master_failover_state:no-failover", "master_replid:"+n.cfg.ID,
+			"master_repl_offset:"+applied)
+	}
+	host, port, status := "", "0", "down"
+	if _, addr, ok := n.Leader(); ok && addr != "" {
+		host, port = splitHostPort(addr)
+		status = "up"
+	}
+	return []string{"role:slave", "master_host:" + host, "master_port:" + port,
+		"master_link_status:" + status, "master_last_io_seconds_ago:0", "master_sync_in_progress:0",
+		"slave_read_repl_offset:" + applied, "slave_repl_offset:" + applied, "slave_priority:100",
+		"slave_read_only:1", "replica_announced:1", "connected_slaves:0",
+		"master_failover_state:no-failover", "master_repl_offset:" + applied}
+}
+
+func splitHostPort(addr string) (string, string) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, "0"
+	}
+	return h, p
+}
+
+// TransferIfLeader hands leadership to another voter if this node leads.
+func (n *Node) TransferIfLeader() error {
+	if n.raft.State() != raft.Leader {
+		return nil
+	}
+	return n.raft.LeadershipTransfer().Error()
+}
+
+// Snapshot takes a snapshot now.
+func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
+
+// JoinCommand asks a member to add a voter: RAFT JOIN <id> <raft address>.
+// A member that is not the leader answers "TRYAGAIN ... leader at <addr>".
+const leaderAtPrefix = "TRYAGAIN not the leader; leader at "
+
+// NotLeaderReply is the answer of a follower to an admin command only the
+// leader can run; it names the leader's client address when known.
+func (n *Node) NotLeaderReply() resp.Reply {
+	if _, addr, ok := n.Leader(); ok && addr != "" {
+		return resp.Err(leaderAtPrefix + addr)
+	}
+	return resp.Err(ErrNoLeader.msg)
+}
+
+// JoinVia asks the cluster that the member at addr belongs to to add this
+// node as a voter, following redirects to the leader.
+func (n *Node) JoinVia(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 4*n.cfg.CommandTimeout)
+	defer cancel()
+	for {
+		r, err := n.roundTrip(ctx, addr, [][]byte{[]byte("RAFT"), []byte("JOIN"), []byte(n.cfg.ID), []byte(n.RaftAddr())})
+		switch {
+		case err == nil && r.Type == resp.Status:
+			return nil
+		case err == nil && r.Type == resp.Error && strings.HasPrefix(string(r.Str), leaderAtPrefix):
+			addr = strings.TrimPrefix(string(r.Str), leaderAtPrefix)
+			continue
+		case err == nil && r.Type == resp.Error && !strings.HasPrefix(string(r.Str), "TRYAGAIN"):
+			return fmt.Errorf("cluster: join via %s: %s", addr, r.Str)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: join via %s: %w (last: %v %s)", addr, ctx.Err(), err, r.Str)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (n *Node) roundTrip(ctx context.Context, addr string, args [][]byte) (resp.Reply, error) {
+	c, err := n.fwd.get(ctx, addr)
+	if err != nil {
+		return resp.Reply{}, err
+	}
+	r, err := c.roundTrip(ctx, args)
+	if err != nil {
+		c.nc.Close()
+		return resp.Reply{}, err
+	}
+	n.fwd.put(addr, c)
+	return r, nil
+}

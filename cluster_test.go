@@ -1,0 +1,288 @@
+package deadbolt
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func client(tb testing.TB, addr string) *redis.Client {
+	tb.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 5 * time.Second})
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestClusterWriteThroughFollowerReadEverywhere(t *testing.T) {
+	c := RunClusterT(t, 3)
+	ctx := context.Background()
+	f := c.Followers()
+	if err := client(t, c.Addr(f[0])).Set(ctx, "k", "v1", 0).Err(); err != nil {
+		t.Fatalf("SET through follower: %v", err)
+	}
+	for i := range c.Nodes {
+		got, err := client(t, c.Addr(i)).Get(ctx, "k").Result()
+		if err != nil || got != "v1" {
+			t.Fatalf("GET on node %d = %q, %v", i, got, err)
+		}
+	}
+	// Many concurrent writers through every node: each command applied
+	// exactly once, each reply to its own client.
+	var wg sync.WaitGroup
+	errs := make(chan error, 30)
+	for w := 0; w < 30; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			cl := client(t, c.Addr(w%3))
+			for i := 0; i < 20; i++ {
+				key := fmt.Sprintf("w%d", w)
+				n, err := cl.Incr(ctx, key).Result()
+				if err != nil || n != int64(i+1) {
+					errs <- fmt.Errorf("writer %d INCR %d = %d, %v", w, i, n, err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// A lock taken through a follower survives the leader's death: the other
+// owner still cannot take it on the new leader, its TTL keeps counting
+// from where it was, and it expires on time.
+func TestClusterLockSurvivesLeaderKill(t *testing.T) {
+	c := RunClusterT(t, 3)
+	ctx := context.Background()
+	old := c.Leader()
+	f := c.Followers()
+	ok, err := client(t, c.Addr(f[0])).SetNX(ctx, "lock", "owner-1", 30*time.Second).Result()
+	if err != nil || !ok {
+		t.Fatalf("lock through follower: %v %v", ok, err)
+	}
+	c.Kill(old)
+	nl := c.WaitNewLeader(old)
+	cl := client(t, c.Addr(nl))
+	if ok, err := cl.SetNX(ctx, "lock", "owner-2", 30*time.Second).Result(); err != nil || ok {
+		t.Fatalf("second owner on new leader: granted=%v err=%v", ok, err)
+	}
+	ttl, err := cl.PTTL(ctx, "lock").Result()
+	if err != nil || ttl <= 25*time.Second || ttl > 30*time.Second {
+		t.Fatalf("PTTL on new leader = %v, %v", ttl, err)
+	}
+	c.Clock.Advance(31 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ok, err := cl.SetNX(ctx, "lock", "owner-2", 30*time.Second).Result()
+		if err == nil && ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lock never expired on the new leader: %v %v", ok, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A leader cut off from the others cannot grant or read anything; the
+// majority elects a new leader and goes on; after healing, the old leader
+// has what the majority wrote.
+func TestClusterPartitionedLeader(t *testing.T) {
+	c := RunClusterT(t, 3)
+	ctx := context.Background()
+	old := c.Leader()
+	if err := client(t, c.Addr(old)).Set(ctx, "k", "before", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.Isolate(old)
+	isolated := client(t, c.Addr(old))
+	if ok, err := isolated.SetNX(ctx, "lock", "a", time.Minute).Result(); err == nil {
+		t.Fatalf("isolated leader granted a lock: %v", ok)
+	}
+	if v, err := isolated.Get(ctx, "k").Result(); err == nil {
+		t.Fatalf("isolated leader served a read: %q", v)
+	}
+	var nl int
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		nl = c.Leader()
+		if nl >= 0 && nl != old {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("majority elected no leader")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	maj := client(t, c.Addr(nl))
+	if ok, err := maj.SetNX(ctx, "lock", "b", time.Minute).Result(); err != nil || !ok {
+		t.Fatalf("majority leader lock: %v %v", ok, err)
+	}
+	c.Heal()
+	c.WaitLeader()
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		v, err := isolated.Get(ctx, "lock").Result()
+		if err == nil && v == "b" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("old leader after heal: %q %v", v, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Restarting every node loses nothing.
+func TestClusterRestartAll(t *testing.T) {
+	c := RunClusterT(t, 3)
+	ctx := context.Background()
+	cl := client(t, c.Addr(c.Leader()))
+	for i := 0; i < 50; i++ {
+		if err := cl.Set(ctx, fmt.Sprint("k", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range c.Nodes {
+		c.Kill(i)
+	}
+	for i := range c.Nodes {
+		c.Restart(i)
+	}
+	c.WaitLeader()
+	for i := range c.Nodes {
+		cl := client(t, c.Addr(i))
+		for k := 0; k < 50; k++ {
+			v, err := cl.Get(ctx, fmt.Sprint("k", k)).Int()
+			if err != nil || v != k {
+				t.Fatalf("node %d key k%d = %d, %v", i, k, v, err)
+			}
+		}
+	}
+}
+
+// A follower that was down while the leader compacted its log catches up
+// from a snapshot.
+func TestClusterFollowerCatchesUpFromSnapshot(t *testing.T) {
+	c := RunClusterT(t, 3, func(i int, cfg *Config) { cfg.SnapshotThreshold = 16 })
+	ctx := context.Background()
+	l := c.Leader()
+	lagger := c.Followers()[0]
+	c.Kill(lagger)
+	cl := client(t, c.Addr(l))
+	for i := 0; i < 200; i++ {
+		if err := cl.Set(ctx, fmt.Sprint("k", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.Do(ctx, "RAFT", "SNAPSHOT").Err(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	want := c.Nodes[l].raft.AppliedIndex()
+	n := c.Restart(lagger)
+	deadline := time.Now().Add(10 * time.Second)
+	for n.raft.AppliedIndex() < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("lagging follower applied %d, leader %d", n.raft.AppliedIndex(), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A message published through one node reaches a subscriber on another,
+// once.
+func TestClusterPubSubAcrossNodes(t *testing.T) {
+	c := RunClusterT(t, 3)
+	ctx := context.Background()
+	f := c.Followers()
+	sub := client(t, c.Addr(f[0])).Subscribe(ctx, "redisson_lock__channel:{x}")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n, err := client(t, c.Addr(f[1])).Publish(ctx, "redisson_lock__channel:{x}", "0").Result()
+	if err != nil {
+		t.Fatalf("publish: %d %v", n, err)
+	}
+	msg, err := sub.ReceiveMessage(ctx)
+	if err != nil || msg.Payload != "0" {
+		t.Fatalf("message = %+v, %v", msg, err)
+	}
+	select {
+	case extra := <-sub.Channel():
+		t.Fatalf("delivered twice: %+v", extra)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// Adding and removing a voter while clients write: nothing acknowledged is
+// lost, and the removed node stops serving.
+func TestClusterMembershipChangeUnderLoad(t *testing.T) {
+	c := RunClusterT(t, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		acked []string
+		wg    sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		cl := client(t, c.Addr(c.Leader()))
+		for i := 0; ctx.Err() == nil; i++ {
+			k := fmt.Sprint("m", i)
+			if err := cl.Set(ctx, k, i, 0).Err(); err == nil {
+				mu.Lock()
+				acked = append(acked, k)
+				mu.Unlock()
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	// A fourth node joins through a follower's client address.
+	n4, err := Start(Config{
+		ID: "n4", Addr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", DataDir: t.TempDir(),
+		Join: c.Addr(c.Followers()[0]), HeartbeatTimeout: time.Second,
+		ElectionTimeout: time.Second, LeaderLease: 500 * time.Millisecond, Clock: c.Clock,
+	})
+	if err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	defer n4.Close()
+	members, err := client(t, c.Addr(c.Leader())).Do(ctx, "RAFT", "MEMBERS").Slice()
+	if err != nil || len(members) != 4 {
+		t.Fatalf("members after join = %v, %v", members, err)
+	}
+	// Remove a follower (not the one the writer talks to).
+	victim := c.Followers()[0]
+	if err := client(t, c.Addr(c.Leader())).Do(ctx, "RAFT", "REMOVE", c.IDs()[victim]).Err(); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	wg.Wait()
+	if err := client(t, c.Addr(victim)).Get(context.Background(), "m0").Err(); err == nil || !strings.Contains(err.Error(), "removed") {
+		t.Fatalf("removed node still serves: %v", err)
+	}
+	cl := client(t, n4.Addr())
+	mu.Lock()
+	defer mu.Unlock()
+	for _, k := range acked {
+		if err := cl.Get(context.Background(), k).Err(); err != nil {
+			t.Fatalf("acknowledged %s lost on the new member: %v", k, err)
+		}
+	}
+	if len(acked) == 0 {
+		t.Fatal("no write was acknowledged during the membership change")
+	}
+}

@@ -1,0 +1,446 @@
+package luaexec
+
+import (
+	"github.com/yuin/gopher-lua/ast"
+)
+
+// The instrumentation pass rewrites a parsed script before gopher-lua
+// compiles it, so that
+//
+//   - every loop iteration and every function call charges the work budget
+//     (a call to a hidden function at the start of each loop body and each
+//     function body, with a cost computed from the size of that body);
+//   - string concatenation goes through a hidden function that formats
+//     numbers as Lua 5.1 does, charges by the length of the result and
+//     enforces the string size limit;
+//   - arithmetic whose operands are not known to be numbers, the length
+//     operator, '%' and '^' go through hidden functions with Lua 5.1's exact
+//     string coercion, results and error messages;
+//   - numeric 'for' bounds go through a hidden coercion function, so that
+//     numeric strings are accepted as in Lua 5.1.
+//
+// Hidden functions live in the script's environment table under names that
+// contain a NUL byte: no Lua identifier can spell them, and the global table
+// that scripts see (_G) does not contain them.
+//
+// Cost model (units are abstract and deterministic; see costs below): a
+// loop iteration or a function call costs a base plus the static cost of
+// its body (statements, calls, table constructors, closures), whatever
+// branch runs; library functions charge for the bytes and elements they
+// produce; each redis.call charges a fixed amount.
+
+// Names of the hidden functions.
+const (
+	hidBudget  = "\x00budget"
+	hidConcat  = "\x00concat"
+	hidForNum  = "\x00fornum"
+	hidLen     = "\x00len"
+	hidUnm     = "\x00unm"
+	hidArith   = "\x00arith" // prefix; the operator character follows
+	hidArgPlus = hidArith + "+"
+)
+
+// Static costs.
+const (
+	costLoopBase    = 4
+	costFuncBase    = 4
+	costStmt        = 1
+	costCall        = 2
+	costIndexStore  = 3
+	costTable       = 12
+	costTableField  = 2
+	costClosure     = 10
+	costConcat      = 2
+	costRedisCall   = 50
+	costCompileByte = 1
+)
+
+type instrumenter struct {
+	p       *parsed
+	numMemo map[ast.Expr]bool
+}
+
+// instrument rewrites the chunk in place and returns its statements and the
+// static cost of running the main chunk once.
+func instrument(p *parsed) ([]ast.Stmt, int64) {
+	in := &instrumenter{p: p}
+	in.inferNumbers()
+	in.numMemo = make(map[ast.Expr]bool)
+	cost := in.blockCost(p.stmts)
+	stmts := in.block(p.stmts)
+	return stmts, int64(cost)
+}
+
+// --- number inference ----------------------------------------------------------
+
+// inferNumbers decides which locals always hold numbers: those whose every
+// assignment is a number, assuming the same of the others (greatest fixed
+// point).
+func (in *instrumenter) inferNumbers() {
+	locals := in.p.locals
+	for _, v := range locals {
+		v.numeric = 1
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, v := range locals {
+			if v.numeric != 1 {
+				continue
+			}
+			for _, a := range v.assigns {
+				if a == nil || !in.isNum(a) {
+					v.numeric = 0
+					changed = true
+					break
+				}
+			}
+		}
+	}
+}
+
+// isNum reports whether an (original, not yet rewritten) expression always
+// evaluates to a number.
+func (in *instrumenter) isNum(e ast.Expr) bool {
+	if in.numMemo != nil {
+		if v, ok := in.numMemo[e]; ok {
+			return v
+		}
+	}
+	var r bool
+	switch x := e.(type) {
+	case *ast.NumberExpr:
+		r = true
+	case *ast.IdentExpr:
+		v := in.p.names[x]
+		r = v != nil && v.numeric == 1
+	case *ast.ArithmeticOpExpr:
+		r = in.isNum(x.Lhs) && in.isNum(x.Rhs)
+	case *ast.UnaryMinusOpExpr:
+		r = in.isNum(x.Expr)
+	case *ast.UnaryLenOpExpr:
+		r = true
+	case *ast.LogicalOpExpr:
+		r = in.isNum(x.Lhs) && in.isNum(x.Rhs)
+	}
+	if in.numMemo != nil {
+		in.numMemo[e] = r
+	}
+	return r
+}
+
+// --- costs ---------------------------------------------------------------------
+
+func (in *instrumenter) blockCost(stmts []ast.Stmt) int {
+	c := 0
+	for _, s := range stmts {
+		c += in.stmtCost(s)
+	}
+	return c
+}
+
+func (in *instrumenter) stmtCost(s ast.Stmt) int {
+	c := costStmt
+	switch x := s.(type) {
+	case *ast.AssignStmt:
+		for _, l := range x.Lhs {
+			if _, ok := l.(*ast.AttrGetExpr); ok {
+				c += costIndexStore
+			}
+			c += in.exprCost(l)
+		}
+		c += in.exprsCost(x.Rhs)
+	case *ast.LocalAssignStmt:
+		c += in.exprsCost(x.Exprs)
+	case *ast.FuncCallStmt:
+		c += in.exprCost(x.Expr)
+	case *ast.DoBlockStmt:
+		c += in.blockCost(x.Stmts)
+	case *ast.WhileStmt:
+		c += in.exprCost(x.Condition)
+	case *ast.RepeatStmt:
+	case *ast.IfStmt:
+		c += in.exprCost(x.Condition) + in.blockCost(x.Then) + in.blockCost(x.Else)
+	case *ast.NumberForStmt:
+		c += in.exprCost(x.Init) + in.exprCost(x.Limit)
+		if x.Step != nil {
+			c += in.exprCost(x.Step)
+		}
+	case *ast.GenericForStmt:
+		c += in.exprsCost(x.Exprs)
+	case *ast.FuncDefStmt:
+		c += costClosure
+	case *ast.ReturnStmt:
+		c += in.exprsCost(x.Exprs)
+	}
+	return c
+}
+
+func (in *instrumenter) exprsCost(es []ast.Expr) int {
+	c := 0
+	for _, e := range es {
+		c += in.exprCost(e)
+	}
+	return c
+}
+
+func (in *instrumenter) exprCost(e ast.Expr) int {
+	switch x := e.(type) {
+	case *ast.FuncCallExpr:
+		c := costCall + in.exprsCost(x.Args)
+		if x.Func != nil {
+			c += in.exprCost(x.Func)
+		} else {
+			c += in.exprCost(x.Receiver)
+		}
+		return c
+	case *ast.AttrGetExpr:
+		return in.exprCost(x.Object) + in.exprCost(x.Key)
+	case *ast.TableExpr:
+		c := costTable
+		for _, f := range x.Fields {
+			c += costTableField + in.exprCost(f.Value)
+			if f.Key != nil {
+				c += in.exprCost(f.Key)
+			}
+		}
+		return c
+	case *ast.FunctionExpr:
+		return costClosure
+	case *ast.LogicalOpExpr:
+		return in.exprCost(x.Lhs) + in.exprCost(x.Rhs)
+	case *ast.RelationalOpExpr:
+		return in.exprCost(x.Lhs) + in.exprCost(x.Rhs)
+	case *ast.StringConcatOpExpr:
+		return costConcat + in.exprCost(x.Lhs) + in.exprCost(x.Rhs)
+	case *ast.ArithmeticOpExpr:
+		return in.exprCost(x.Lhs) + in.exprCost(x.Rhs)
+	case *ast.UnaryMinusOpExpr:
+		return in.exprCost(x.Expr)
+	case *ast.UnaryNotOpExpr:
+		return in.exprCost(x.Expr)
+	case *ast.UnaryLenOpExpr:
+		return in.exprCost(x.Expr)
+	}
+	return 0
+}
+
+// --- rewriting -----------------------------------------------------------------
+
+func hiddenCall(name string, line int, args ...ast.Expr) *ast.FuncCallExpr {
+	fn := &ast.IdentExpr{Value: name}
+	fn.SetLine(line)
+	fn.SetLastLine(line)
+	c := &ast.FuncCallExpr{Func: fn, Args: args, AdjustRet: true}
+	c.SetLine(line)
+	c.SetLastLine(line)
+	return c
+}
+
+func numberLit(n int, line int) ast.Expr {
+	e := &ast.NumberExpr{Value: canonicalNumber(float64(n))}
+	e.SetLine(line)
+	e.SetLastLine(line)
+	return e
+}
+
+func stringLit(s string, line int) ast.Expr {
+	e := &ast.StringExpr{Value: s}
+	e.SetLine(line)
+	e.SetLastLine(line)
+	return e
+}
+
+func chargeStmt(cost int, line int) ast.Stmt {
+	call := hiddenCall(hidBudget, line, numberLit(cost, line))
+	call.AdjustRet = false
+	s := &ast.FuncCallStmt{Expr: call}
+	s.SetLine(line)
+	s.SetLastLine(line)
+	return s
+}
+
+func (in *instrumenter) block(stmts []ast.Stmt) []ast.Stmt {
+	for i, s := range stmts {
+		stmts[i] = in.stmt(s)
+	}
+	return stmts
+}
+
+// loopBody instruments a loop body and prepends its charge.
+func (in *instrumenter) loopBody(stmts []ast.Stmt, line int) []ast.Stmt {
+	cost := costLoopBase + in.blockCost(stmts)
+	body := in.block(stmts)
+	return append([]ast.Stmt{chargeStmt(cost, line)}, body...)
+}
+
+func (in *instrumenter) stmt(s ast.Stmt) ast.Stmt {
+	switch x := s.(type) {
+	case *ast.AssignStmt:
+		in.exprs(x.Lhs)
+		in.exprs(x.Rhs)
+	case *ast.LocalAssignStmt:
+		in.exprs(x.Exprs)
+	case *ast.FuncCallStmt:
+		x.Expr = in.expr(x.Expr)
+	case *ast.DoBlockStmt:
+		x.Stmts = in.block(x.Stmts)
+	case *ast.WhileStmt:
+		x.Condition = in.expr(x.Condition)
+		x.Stmts = in.loopBody(x.Stmts, x.Line())
+	case *ast.RepeatStmt:
+		x.Condition = in.expr(x.Condition)
+		x.Stmts = in.loopBody(x.Stmts, x.Line())
+	case *ast.IfStmt:
+		x.Condition = in.expr(x.Condition)
+		x.Then = in.block(x.Then)
+		x.Else = in.block(x.Else)
+	case *ast.NumberForStmt:
+		x.Init = in.forBound(x.Init, 1, x.Line())
+		x.Limit = in.forBound(x.Limit, 2, x.Line())
+		if x.Step != nil {
+			x.Step = in.forBound(x.Step, 3, x.Line())
+		}
+		x.Stmts = in.loopBody(x.Stmts, x.Line())
+	case *ast.GenericForStmt:
+		in.exprs(x.Exprs)
+		x.Stmts = in.loopBody(x.Stmts, x.Line())
+	case *ast.FuncDefStmt:
+		if x.Name.Func != nil {
+			x.Name.Func = in.expr(x.Name.Func)
+		} else {
+			x.Name.Receiver = in.expr(x.Name.Receiver)
+		}
+		in.function(x.Func)
+	case *ast.ReturnStmt:
+		in.exprs(x.Exprs)
+	}
+	return s
+}
+
+func (in *instrumenter) forBound(e ast.Expr, which int, line int) ast.Expr {
+	if in.isNum(e) {
+		return in.expr(e)
+	}
+	return hiddenCall(hidForNum, line, in.expr(e), numberLit(which, line))
+}
+
+func (in *instrumenter) function(f *ast.FunctionExpr) {
+	cost := costFuncBase + in.blockCost(f.Stmts)
+	body := in.block(f.Stmts)
+	f.Stmts = append([]ast.Stmt{chargeStmt(cost, f.Line())}, body...)
+}
+
+func (in *instrumenter) exprs(es []ast.Expr) {
+	for i, e := range es {
+		es[i] = in.expr(e)
+	}
+}
+
+// describe renders how Lua 5.1 names a value in error messages ("local 'x'",
+// "global 'x'", "upvalue 'x'", "field 'x'"), or "".
+func (in *instrumenter) describe(e ast.Expr) string {
+	switch x := e.(type) {
+	case *ast.IdentExpr:
+		if in.p.names[x] == nil {
+			return "global '" + cstr(x.Value) + "'"
+		}
+		if in.p.upvals[x] {
+			return "upvalue '" + cstr(x.Value) + "'"
+		}
+		return "local '" + cstr(x.Value) + "'"
+	case *ast.AttrGetExpr:
+		if k, ok := x.Key.(*ast.StringExpr); ok {
+			return "field '" + cstr(k.Value) + "'"
+		}
+	}
+	return ""
+}
+
+func (in *instrumenter) expr(e ast.Expr) ast.Expr {
+	switch x := e.(type) {
+	case *ast.FuncCallExpr:
+		if x.Func != nil {
+			x.Func = in.expr(x.Func)
+		} else {
+			x.Receiver = in.expr(x.Receiver)
+		}
+		in.exprs(x.Args)
+	case *ast.AttrGetExpr:
+		x.Object = in.expr(x.Object)
+		x.Key = in.expr(x.Key)
+	case *ast.TableExpr:
+		for _, f := range x.Fields {
+			if f.Key != nil {
+				f.Key = in.expr(f.Key)
+			}
+			f.Value = in.expr(f.Value)
+		}
+	case *ast.FunctionExpr:
+		in.function(x)
+	case *ast.LogicalOpExpr:
+		x.Lhs = in.expr(x.Lhs)
+		x.Rhs = in.expr(x.Rhs)
+	case *ast.RelationalOpExpr:
+		x.Lhs = in.expr(x.Lhs)
+		x.Rhs = in.expr(x.Rhs)
+	case *ast.StringConcatOpExpr:
+		return in.concat(x)
+	case *ast.ArithmeticOpExpr:
+		native := x.Operator != "%" && x.Operator != "^" && in.isNum(x.Lhs) && in.isNum(x.Rhs)
+		desc := in.describe(x.Lhs) + "\x00" + in.describe(x.Rhs)
+		x.Lhs = in.expr(x.Lhs)
+		x.Rhs = in.expr(x.Rhs)
+		if native {
+			return x
+		}
+		return hiddenCall(hidArith+x.Operator, x.Line(), x.Lhs, x.Rhs, stringLit(desc, x.Line()))
+	case *ast.UnaryMinusOpExpr:
+		native := in.isNum(x.Expr)
+		desc := in.describe(x.Expr)
+		x.Expr = in.expr(x.Expr)
+		if native {
+			return x
+		}
+		return hiddenCall(hidUnm, x.Line(), x.Expr, stringLit(desc, x.Line()))
+	case *ast.UnaryNotOpExpr:
+		x.Expr = in.expr(x.Expr)
+	case *ast.UnaryLenOpExpr:
+		desc := in.describe(x.Expr)
+		x.Expr = in.expr(x.Expr)
+		return hiddenCall(hidLen, x.Line(), x.Expr, stringLit(desc, x.Line()))
+	}
+	return e
+}
+
+// concat flattens a chain a .. b .. c (right associative) into one call
+// \0concat(desc, a, b, c), as Lua 5.1 concatenates a chain in one step.
+func (in *instrumenter) concat(x *ast.StringConcatOpExpr) ast.Expr {
+	var operands []ast.Expr
+	// Only the right spine is one Lua 5.1 chain; a concatenation on the left
+	// (possible only with parentheses) is evaluated first on its own.
+	operands = append(operands, x.Lhs)
+	for r := x.Rhs; ; {
+		c, ok := r.(*ast.StringConcatOpExpr)
+		if !ok {
+			operands = append(operands, r)
+			break
+		}
+		operands = append(operands, c.Lhs)
+		r = c.Rhs
+	}
+	desc := ""
+	for i, o := range operands {
+		if i > 0 {
+			desc += "\x00"
+		}
+		desc += in.describe(o)
+	}
+	args := make([]ast.Expr, 0, len(operands)+1)
+	args = append(args, stringLit(desc, x.Line()))
+	for _, o := range operands {
+		o = in.expr(o)
+		truncate(o)
+		args = append(args, o)
+	}
+	return hiddenCall(hidConcat, x.Line(), args...)
+}

@@ -1,0 +1,146 @@
+package luaexec
+
+import (
+	"math"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// The Lua 5.1 math library, with Redis's math.random and math.randomseed.
+
+func (sb *sandbox) openMath(L *lua.LState) *lua.LTable {
+	e := sb.e
+	t := L.NewTable()
+	unary := func(f func(float64) float64) lua.LGFunction {
+		return func(L *lua.LState) int {
+			L.Push(lua.LNumber(f(checkNumber(L, 1))))
+			return 1
+		}
+	}
+	// Each closure above shares code, so register names one by one.
+	funcs := map[string]func(float64) float64{
+		"abs": math.Abs, "acos": math.Acos, "asin": math.Asin, "atan": math.Atan,
+		"ceil": math.Ceil, "cos": math.Cos, "cosh": math.Cosh, "exp": math.Exp,
+		"floor": math.Floor, "log": math.Log, "log10": math.Log10, "sin": math.Sin,
+		"sinh": math.Sinh, "sqrt": math.Sqrt, "tan": math.Tan, "tanh": math.Tanh,
+		"deg": func(x float64) float64 { return x / (math.Pi / 180.0) },
+		"rad": func(x float64) float64 { return x * (math.Pi / 180.0) },
+	}
+	for name, f := range funcs {
+		t.RawSetString(name, L.NewFunction(unary(f)))
+	}
+	register(L, t, map[string]lua.LGFunction{
+		"atan2":      mathAtan2,
+		"fmod":       mathFmod,
+		"frexp":      mathFrexp,
+		"ldexp":      mathLdexp,
+		"max":        mathMax,
+		"min":        mathMin,
+		"modf":       mathModf,
+		"pow":        mathPow,
+		"random":     e.mathRandom,
+		"randomseed": e.mathRandomseed,
+	})
+	t.RawSetString("mod", t.RawGetString("fmod"))
+	t.RawSetString("huge", lua.LNumber(math.Inf(1)))
+	t.RawSetString("pi", lua.LNumber(math.Pi))
+	return t
+}
+
+func mathAtan2(L *lua.LState) int {
+	L.Push(lua.LNumber(math.Atan2(checkNumber(L, 1), checkNumber(L, 2))))
+	return 1
+}
+
+func mathFmod(L *lua.LState) int {
+	L.Push(lua.LNumber(math.Mod(checkNumber(L, 1), checkNumber(L, 2))))
+	return 1
+}
+
+func mathFrexp(L *lua.LState) int {
+	f, e := math.Frexp(checkNumber(L, 1))
+	L.Push(lua.LNumber(f))
+	L.Push(lua.LNumber(e))
+	return 2
+}
+
+func mathLdexp(L *lua.LState) int {
+	L.Push(lua.LNumber(math.Ldexp(checkNumber(L, 1), checkInt(L, 2))))
+	return 1
+}
+
+func mathMax(L *lua.LState) int {
+	n := L.GetTop()
+	m := checkNumber(L, 1)
+	for i := 2; i <= n; i++ {
+		if d := checkNumber(L, i); d > m {
+			m = d
+		}
+	}
+	L.Push(lua.LNumber(m))
+	return 1
+}
+
+func mathMin(L *lua.LState) int {
+	n := L.GetTop()
+	m := checkNumber(L, 1)
+	for i := 2; i <= n; i++ {
+		if d := checkNumber(L, i); d < m {
+			m = d
+		}
+	}
+	L.Push(lua.LNumber(m))
+	return 1
+}
+
+func mathModf(L *lua.LState) int {
+	x := checkNumber(L, 1)
+	var ip, fp float64
+	if math.IsInf(x, 0) {
+		ip, fp = x, math.Copysign(0, x)
+	} else {
+		ip, fp = math.Modf(x)
+	}
+	L.Push(lua.LNumber(ip))
+	L.Push(lua.LNumber(fp))
+	return 2
+}
+
+func mathPow(L *lua.LState) int {
+	L.Push(lua.LNumber(luaPow(checkNumber(L, 1), checkNumber(L, 2))))
+	return 1
+}
+
+// luaPow is C's pow.
+func luaPow(x, y float64) float64 {
+	return math.Pow(x, y)
+}
+
+func (e *Engine) mathRandom(L *lua.LState) int {
+	r := e.rand.float()
+	switch L.GetTop() {
+	case 0:
+		L.Push(lua.LNumber(r))
+	case 1:
+		u := checkInt(L, 1)
+		if u < 1 {
+			argError(L, 1, "interval is empty")
+		}
+		L.Push(lua.LNumber(math.Floor(r*float64(u)) + 1))
+	case 2:
+		l := checkInt(L, 1)
+		u := checkInt(L, 2)
+		if l > u {
+			argError(L, 2, "interval is empty")
+		}
+		L.Push(lua.LNumber(math.Floor(r*float64(u-l+1)) + float64(l)))
+	default:
+		runError(L, "wrong number of arguments")
+	}
+	return 1
+}
+
+func (e *Engine) mathRandomseed(L *lua.LState) int {
+	e.rand.seed(int32(checkInt(L, 1)))
+	return 0
+}

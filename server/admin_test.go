@@ -1,0 +1,272 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deadbolt/deadbolt/cluster"
+	"github.com/deadbolt/deadbolt/resp"
+)
+
+// clientFields parses one CLIENT LIST line into its fields, checking
+// their order against Redis's.
+func clientFields(t *testing.T, line string) map[string]string {
+	t.Helper()
+	order := []string{"id", "addr", "laddr", "fd", "name", "age", "idle", "flags", "db", "sub", "psub", "ssub",
+		"multi", "qbuf", "qbuf-free", "argv-mem", "multi-mem", "rbs", "rbp", "obl", "oll", "omem", "tot-mem",
+		"events", "cmd", "user", "redir", "resp", "lib-name", "lib-ver"}
+	parts := strings.Split(line, " ")
+	if len(parts) != len(order) {
+		t.Fatalf("CLIENT LIST line has %d fields, want %d: %q", len(parts), len(order), line)
+	}
+	m := make(map[string]string)
+	for i, p := range parts {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k != order[i] {
+			t.Fatalf("field %d is %q, want %s=: %q", i, p, order[i], line)
+		}
+		m[k] = v
+	}
+	return m
+}
+
+// clientLines returns CLIENT LIST's lines by client id.
+func clientLines(t *testing.T, c *client, args ...string) map[string]map[string]string {
+	t.Helper()
+	r := c.do(append([]string{"client", "list"}, args...)...)
+	if r.Type != resp.Bulk {
+		t.Fatalf("CLIENT LIST: %v", r)
+	}
+	out := make(map[string]map[string]string)
+	text := r.String()
+	if text == "" {
+		return out
+	}
+	if !strings.HasSuffix(text, "\n") {
+		t.Fatalf("CLIENT LIST does not end in a newline: %q", text)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		f := clientFields(t, line)
+		out[f["id"]] = f
+	}
+	return out
+}
+
+func TestClientNameAndID(t *testing.T) {
+	s := newTestServer(t)
+	c := dial(t, s.addr)
+	id := c.do("client", "id").Int
+	if id <= 0 {
+		t.Fatalf("CLIENT ID = %d", id)
+	}
+	if id2 := dial(t, s.addr).do("client", "id").Int; id2 <= id {
+		t.Errorf("ids do not grow: %d then %d", id, id2)
+	}
+	c.must(nilReply, "client", "getname")
+	c.mustErr("ERR Client names cannot contain spaces, newlines or special characters.", "client", "setname", "a b")
+	c.mustErr("ERR Client names cannot contain spaces, newlines or special characters.", "client", "setname", "a\nb")
+	c.must(okReply, "client", "setname", "worker-1")
+	c.must(bulk("worker-1"), "client", "getname")
+	c.must(okReply, "client", "setname", "")
+	c.must(nilReply, "client", "getname")
+	c.mustErr("ERR wrong number of arguments for 'client|getname' command", "client", "getname", "x")
+}
+
+func TestClientListAndInfo(t *testing.T) {
+	s := newTestServer(t)
+	me := dial(t, s.addr)
+	other := dial(t, s.addr)
+	sub := dial(t, s.addr)
+	meID := strconv.FormatInt(me.do("client", "id").Int, 10)
+	otherID := strconv.FormatInt(other.do("client", "id").Int, 10)
+	subID := strconv.FormatInt(sub.do("client", "id").Int, 10)
+	me.must(okReply, "client", "setname", "me")
+	me.must(okReply, "client", "setinfo", "lib-name", "mylib")
+	me.must(okReply, "client", "setinfo", "LIB-VER", "1.2.3")
+	me.mustErr("ERR Unrecognized option 'lib-x'", "client", "setinfo", "lib-x", "1")
+	me.mustErr("ERR lib-name cannot contain spaces, newlines or special characters.", "client", "setinfo", "lib-name", "a b")
+	other.must(okReply, "select", "3")
+	other.must(okReply, "multi")
+	other.must(status("QUEUED"), "set", "k", "v")
+	sub.must(arr(bulk("subscribe"), bulk("c"), integer(1)), "subscribe", "c")
+	sub.must(arr(bulk("psubscribe"), bulk("p*"), integer(2)), "psubscribe", "p*")
+
+	all := clientLines(t, me)
+	if len(all) != 3 {
+		t.Fatalf("CLIENT LIST has %d clients", len(all))
+	}
+	m := all[meID]
+	for k, want := range map[string]string{"name": "me", "flags": "N", "db": "0", "multi": "-1", "cmd": "client|list",
+		"lib-name": "mylib", "lib-ver": "1.2.3", "user": "default", "resp": "2", "redir": "-1", "idle": "0", "laddr": s.addr} {
+		if m[k] != want {
+			t.Errorf("own %s=%q, want %q", k, m[k], want)
+		}
+	}
+	if m["addr"] != me.nc.LocalAddr().String() {
+		t.Errorf("addr=%s, want %s", m["addr"], me.nc.LocalAddr())
+	}
+	o := all[otherID]
+	for k, want := range map[string]string{"flags": "x", "db": "3", "multi": "1", "cmd": "set", "name": ""} {
+		if o[k] != want {
+			t.Errorf("other %s=%q, want %q", k, o[k], want)
+		}
+	}
+	p := all[subID]
+	for k, want := range map[string]string{"flags": "P", "sub": "1", "psub": "1", "ssub": "0", "cmd": "psubscribe"} {
+		if p[k] != want {
+			t.Errorf("subscriber %s=%q, want %q", k, p[k], want)
+		}
+	}
+
+	if got := clientLines(t, me, "type", "pubsub"); len(got) != 1 || got[subID] == nil {
+		t.Errorf("CLIENT LIST TYPE pubsub: %v", got)
+	}
+	if got := clientLines(t, me, "TYPE", "normal"); len(got) != 2 || got[subID] != nil {
+		t.Errorf("CLIENT LIST TYPE normal: %v", got)
+	}
+	if got := clientLines(t, me, "type", "replica"); len(got) != 0 {
+		t.Errorf("CLIENT LIST TYPE replica: %v", got)
+	}
+	if got := clientLines(t, me, "id", otherID, "999999", subID); len(got) != 2 || got[otherID] == nil || got[subID] == nil {
+		t.Errorf("CLIENT LIST ID: %v", got)
+	}
+	me.mustErr("ERR Unknown client type 'x'", "client", "list", "type", "x")
+	me.mustErr("ERR Invalid client ID", "client", "list", "id", "x")
+	me.mustErr("ERR syntax error", "client", "list", "bogus")
+
+	info := me.do("client", "info").String()
+	if !strings.HasSuffix(info, "\n") || strings.Count(info, "\n") != 1 {
+		t.Fatalf("CLIENT INFO: %q", info)
+	}
+	if f := clientFields(t, strings.TrimSuffix(info, "\n")); f["id"] != meID || f["cmd"] != "client|info" {
+		t.Errorf("CLIENT INFO: %v", f)
+	}
+
+	me.must(okReply, "client", "no-evict", "on")
+	me.must(okReply, "client", "no-touch", "on")
+	me.must(okReply, "readonly")
+	if f := clientLines(t, me)[meID]; f["flags"] != "reT" {
+		t.Errorf("flags=%s, want reT", f["flags"])
+	}
+	me.must(status("RESET"), "reset")
+	if f := clientLines(t, me)[meID]; f["flags"] != "N" || f["name"] != "" {
+		t.Errorf("after RESET: flags=%s name=%s", f["flags"], f["name"])
+	}
+	me.mustErr("ERR syntax error", "client", "no-evict", "maybe")
+	me.mustErr("ERR syntax error", "client", "no-touch", "maybe")
+}
+
+func TestClientKill(t *testing.T) {
+	s := newTestServer(t)
+	me := dial(t, s.addr)
+	victim := dial(t, s.addr)
+	vid := strconv.FormatInt(victim.do("client", "id").Int, 10)
+
+	me.must(integer(0), "client", "kill", "id", "999999")
+	me.mustErr("ERR client-id should be greater than 0", "client", "kill", "id", "x")
+	me.mustErr("ERR client-id should be greater than 0", "client", "kill", "id", "0")
+	me.mustErr("ERR syntax error", "client", "kill", "id", "1", "skipme")
+	me.mustErr("ERR syntax error", "client", "kill", "bogus", "1")
+	me.mustErr("ERR syntax error", "client", "kill", "skipme", "maybe")
+	me.mustErr("ERR Unknown client type 'x'", "client", "kill", "type", "x")
+	me.mustErr("ERR No such user 'alice'", "client", "kill", "user", "alice")
+	me.mustErr("ERR No such client", "client", "kill", "1.2.3.4:5")
+
+	me.must(integer(1), "client", "kill", "id", vid)
+	victim.expectClosed()
+	waitFor(t, "the victim to go", func() bool { return len(s.clients()) == 1 })
+
+	// The old form, by address.
+	v2 := dial(t, s.addr)
+	v2.must(status("PONG"), "ping")
+	me.must(okReply, "client", "kill", v2.nc.LocalAddr().String())
+	v2.expectClosed()
+
+	// By address, by local address, by type.
+	v3 := dial(t, s.addr)
+	v3.must(status("PONG"), "ping")
+	me.must(integer(1), "client", "kill", "addr", v3.nc.LocalAddr().String(), "skipme", "yes")
+	v3.expectClosed()
+	v4 := dial(t, s.addr)
+	v4.must(arr(bulk("subscribe"), bulk("c"), integer(1)), "subscribe", "c")
+	me.must(integer(1), "client", "kill", "type", "pubsub")
+	v4.expectClosed()
+	v5 := dial(t, s.addr)
+	v5.must(status("PONG"), "ping")
+	waitFor(t, "two clients", func() bool { return len(s.clients()) == 2 })
+	me.must(integer(1), "client", "kill", "laddr", s.addr) // skips itself
+	v5.expectClosed()
+
+	// SKIPME no kills the caller too, after its reply.
+	v6 := dial(t, s.addr)
+	v6.must(status("PONG"), "ping")
+	me.send("client", "kill", "user", "default", "skipme", "no")
+	if got := me.expectClosed(); got != integer(2) {
+		t.Fatalf("CLIENT KILL SKIPME no: %q", got)
+	}
+	v6.expectClosed()
+}
+
+func TestClientMisc(t *testing.T) {
+	s := newTestServer(t)
+	c := dial(t, s.addr)
+
+	// CLIENT REPLY OFF / SKIP / ON.
+	c.send("client", "reply", "off")
+	c.send("set", "k", "1")
+	c.send("client", "reply", "on")
+	if got := c.readRaw(); got != okReply {
+		t.Fatalf("after REPLY OFF: %q", got)
+	}
+	c.send("client", "reply", "skip")
+	c.send("incr", "k")
+	c.send("incr", "k")
+	if got := c.readRaw(); got != integer(3) {
+		t.Fatalf("after REPLY SKIP: %q", got)
+	}
+	c.mustErr("ERR syntax error", "client", "reply", "bogus")
+
+	c.must(okReply, "client", "pause", "100")
+	c.must(okReply, "client", "pause", "100", "WRITE")
+	c.must(okReply, "client", "pause", "100", "all")
+	c.mustErr("ERR CLIENT PAUSE mode must be WRITE or ALL", "client", "pause", "100", "bogus")
+	c.mustErr("ERR timeout is not an integer or out of range", "client", "pause", "x")
+	c.mustErr("ERR timeout is negative", "client", "pause", "-1")
+	c.must(okReply, "client", "unpause")
+	c.must(okReply, "client", "tracking", "off")
+	if r := c.do("client", "tracking", "on"); !r.IsError() {
+		t.Errorf("CLIENT TRACKING ON: %v", r)
+	}
+	c.mustErr("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled", "client", "caching", "yes")
+	c.must(integer(-1), "client", "getredir")
+	c.must(arr(bulk("flags"), bulks("off"), bulk("redirect"), integer(-1), bulk("prefixes"), arr()), "client", "trackinginfo")
+	c.must(integer(0), "client", "unblock", "5")
+	c.mustErr("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR", "client", "unblock", "5", "bogus")
+	// Redis 7.0 has no CLIENT CAPA: Redisson 3.52 relies on this exact error.
+	c.mustErr("ERR unknown subcommand 'capa'. Try CLIENT HELP.", "client", "capa", "redirect")
+
+	help := c.do("client", "help")
+	if len(help.Elems) < 10 || help.Elems[0].String() != "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:" ||
+		help.Elems[len(help.Elems)-1].String() != "    Prints this help." {
+		t.Errorf("CLIENT HELP: %v", help)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	s := newTestServer(t, func(c *Config) { c.MaxClients = 500 })
+	c := dial(t, s.addr)
+	c.must(bulks("maxmemory", "0"), "config", "get", "maxmemory")
+	c.must(bulks("MAXMEMORY", "0"), "config", "get", "MAXMEMORY")
+	c.must(bulks("maxmemory", "0"), "config", "get", "maxmemory", "MaxMemory")
+	c.must(bulks("save", "", "appendonly", "no"), "config", "get", "save", "appendonly")
+	c.must(bulks("maxclients", "500", "maxmemory", "0", "maxmemory-policy", "noeviction", "maxmemory-samples", "5"), "config", "get", "max*")
+	c.must(bulks("slave-read-only", "yes", "replica-read-only", "yes"), "config", "get", "slave-read-only", "replica-read-only")
+	c.must(bulks("databases", "16"), "config", "get", "databases")
+	c.must(bulks("cluster-enabled", "no"), "config", "get", "cluster-enabled")
+	c.must(bulks("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"), "config", "get", "client-output-buffer-limit")
+	c.must(bulks("port", strconv.Itoa(s.Addr().(interface{ String() string }).String()[strings.LastIndexByte(s.addr, ':')+1:][0:0]+len(""))), "config", "get", "nothing")[0:0]
+}
