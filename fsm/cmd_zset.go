@@ -434,7 +434,7 @@ func countIn(z *ZSet, r zrange) int {
 		return 0
 	}
 	b := lastIn(z, r)
-	return z.order.rankOf(b) - z.order.rankOf(a) + 1
+	return max(0, z.order.rankOf(b)-z.order.rankOf(a)+1) // lex ranges over mixed scores can cross
 }
 
 func cmdZcount(c *Ctx, args [][]byte) resp.Reply {

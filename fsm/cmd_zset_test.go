@@ -277,6 +277,19 @@ var zsetTranscript = []ctStep{
 	{"ZPOPMIN str", "-WRONGTYPE Operation against a key holding the wrong kind of value"},
 	{"ZPOPMIN str 0", "-WRONGTYPE Operation against a key holding the wrong kind of value"},
 	{"ZPOPMAX str x", "-ERR value is out of range, must be positive"},
+	// duplicates within one command
+	{"ZADD dup 1 a 2 a", ":1"},
+	{"ZSCORE dup a", "\"2\""},
+	{"ZADD dup CH 3 a 4 a", ":2"},
+	{"ZADD dup NX 5 b 6 b", ":1"},
+	{"ZSCORE dup b", "\"5\""},
+	{"ZADD dup INCR 1 a", "\"5\""},
+	{"ZREM dup a a b", ":2"},
+	{"EXISTS dup", ":0"},
+	{"ZADD e 1 \"\"", ":1"},
+	{"ZSCORE e \"\"", "\"1\""},
+	{"ZRANGEBYLEX e [ +", "*1[\"\"]"},
+	{"ZRANGEBYLEX e ( +", "*0[]"},
 }
 
 func TestZSetTranscript(t *testing.T)             { ctTranscript(t, zsetTranscript) }

@@ -765,3 +765,92 @@ func TestScanLarge(t *testing.T) {
 		})
 	}
 }
+
+// TestCollectionReadPath serves every read command of the collection
+// families on the read path, over keys that have expired by then: nothing
+// may change (the state machine panics if a handler tries), and write
+// commands are refused.
+func TestCollectionReadPath(t *testing.T) {
+	f := New(Options{})
+	defer f.Close()
+	for _, cmd := range []string{
+		"HSET h a 1 b 2", "RPUSH l a b a", "SADD s 1 2 x", "ZADD z 1 a 2 b", "ZADD zl 0 a 0 b",
+		"HSET hx a 1", "RPUSH lx a", "SADD sx a", "ZADD zx 1 a",
+		"PEXPIRE hx 10", "PEXPIRE lx 10", "PEXPIRE sx 10", "PEXPIRE zx 10",
+	} {
+		ctApply(t, f, 1000, cmd)
+	}
+	before := ctSnapshot(t, f)
+	reads := []string{
+		"HGET %h a", "HMGET %h a b", "HEXISTS %h a", "HLEN %h", "HGETALL %h", "HKEYS %h", "HVALS %h",
+		"HSTRLEN %h a", "HRANDFIELD %h", "HRANDFIELD %h -3 WITHVALUES", "HSCAN %h 0",
+		"LLEN %l", "LINDEX %l 0", "LRANGE %l 0 -1", "LPOS %l a COUNT 0",
+		"SISMEMBER %s 1", "SMISMEMBER %s 1 x", "SMEMBERS %s", "SCARD %s", "SRANDMEMBER %s", "SRANDMEMBER %s -5", "SSCAN %s 0",
+		"ZSCORE %z a", "ZMSCORE %z a b", "ZCARD %z", "ZCOUNT %z -inf +inf", "ZLEXCOUNT %z - +", "ZRANK %z a",
+		"ZREVRANK %z a", "ZRANGE %z 0 -1 WITHSCORES", "ZRANGE %z -inf +inf BYSCORE REV LIMIT 0 1", "ZREVRANGE %z 0 -1",
+		"ZRANGEBYSCORE %z -inf +inf", "ZREVRANGEBYSCORE %z +inf -inf", "ZRANGEBYLEX %z - +", "ZREVRANGEBYLEX %z + -", "ZSCAN %z 0",
+	}
+	for _, r := range reads {
+		for _, suffix := range []string{"", "x"} {
+			cmd := r
+			for _, k := range []string{"h", "l", "s", "z"} {
+				cmd = strings.ReplaceAll(cmd, "%"+k, k+suffix)
+			}
+			spec, _ := Lookup(ctSplit(cmd)[0])
+			if spec == nil || spec.Flags&Read == 0 || spec.Flags&Write != 0 {
+				t.Fatalf("%s is not a read command", cmd)
+			}
+			if got := ctRead(t, f, 5000, cmd); got.IsError() {
+				t.Errorf("%s: %s", cmd, ctFormat(got))
+			}
+		}
+	}
+	for _, cmd := range []string{"HSET h c 3", "LPUSH l x", "SPOP s", "ZADD z 3 c", "ZPOPMIN z", "LMOVE l l LEFT LEFT"} {
+		if got := ctFormat(ctRead(t, f, 5000, cmd)); got != "-"+msgWriteInRead {
+			t.Errorf("%s on the read path: %s", cmd, got)
+		}
+	}
+	if !bytes.Equal(before, ctSnapshot(t, f)) {
+		t.Error("the read path changed the state")
+	}
+}
+
+func BenchmarkZSetSemaphore(b *testing.B) {
+	// A permit-expirable semaphore's shape: 10k members with timestamps,
+	// one acquire (ZADD), one expiry sweep (ZRANGEBYSCORE LIMIT) and one
+	// release (ZREM) per op.
+	f := New(Options{})
+	defer f.Close()
+	args := func(s ...string) [][]byte {
+		out := make([][]byte, len(s))
+		for i := range s {
+			out[i] = []byte(s[i])
+		}
+		return out
+	}
+	for i := 0; i < 10000; i++ {
+		f.Apply(1, Command{Args: args("ZADD", "sem", strconv.Itoa(1_700_000_000_000+i), "p"+strconv.Itoa(i))})
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m := "q" + strconv.Itoa(i)
+		f.Apply(1, Command{Args: args("ZADD", "sem", strconv.Itoa(1_700_000_005_000+i%5000), m)})
+		f.Apply(1, Command{Args: args("ZRANGEBYSCORE", "sem", "0", "1700000002000", "LIMIT", "0", "1")})
+		f.Apply(1, Command{Args: args("ZREM", "sem", m)})
+	}
+}
+
+func BenchmarkListQueue(b *testing.B) {
+	f := New(Options{})
+	defer f.Close()
+	push := Command{Args: [][]byte{[]byte("LPUSH"), []byte("q"), []byte("element")}}
+	pop := Command{Args: [][]byte{[]byte("RPOP"), []byte("q")}}
+	for i := 0; i < 10000; i++ {
+		f.Apply(1, push)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f.Apply(1, push)
+		f.Apply(1, pop)
+	}
+}

@@ -49,6 +49,9 @@ func (r *runState) begin(e *Engine, sha string, c Caller, cost int64) {
 	if len(r.sources) > 0 {
 		clear(r.sources)
 	}
+	if len(e.sb.coroutines) > 0 {
+		clear(e.sb.coroutines)
+	}
 }
 
 func (r *runState) end() {

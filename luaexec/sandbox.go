@@ -39,6 +39,7 @@ type sandbox struct {
 	ipairsAux    *lua.LFunction
 	cjsonNull    *lua.LUserData
 	cjson        *cjsonState
+	coroutines   map[*lua.LState]*coroutineState
 	gcPause      float64
 	gcStepMul    float64
 	keysArgsSize int
@@ -51,6 +52,7 @@ func newSandbox(e *Engine) *sandbox {
 		proxies:   make(map[*lua.LTable]*lua.LTable),
 		reals:     make(map[*lua.LTable]*lua.LTable),
 		apparent:  make(map[*lua.LTable]lua.LValue),
+		coroutines: make(map[*lua.LState]*coroutineState),
 		gcPause:   200,
 		gcStepMul: 200,
 	}

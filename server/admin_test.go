@@ -268,5 +268,217 @@ func TestConfig(t *testing.T) {
 	c.must(bulks("databases", "16"), "config", "get", "databases")
 	c.must(bulks("cluster-enabled", "no"), "config", "get", "cluster-enabled")
 	c.must(bulks("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"), "config", "get", "client-output-buffer-limit")
-	c.must(bulks("port", strconv.Itoa(s.Addr().(interface{ String() string }).String()[strings.LastIndexByte(s.addr, ':')+1:][0:0]+len(""))), "config", "get", "nothing")[0:0]
+	_, port, _ := strings.Cut(s.addr, ":")
+	c.must(bulks("port", port, "bind", "127.0.0.1"), "config", "get", "port", "bind")
+	c.must(arr(), "config", "get", "nosuchparam")
+	c.must(bulks("lua-time-limit", "5000", "busy-reply-threshold", "5000"), "config", "get", "lua-time-limit", "busy-reply-threshold")
+
+	c.must(okReply, "config", "set", "maxmemory", "100mb")
+	c.must(bulks("maxmemory", "104857600"), "config", "get", "maxmemory")
+	c.must(okReply, "config", "set", "maxmemory", "1k", "maxmemory-policy", "ALLKEYS-LRU")
+	c.must(bulks("maxmemory", "1000", "maxmemory-policy", "allkeys-lru"), "config", "get", "maxmemory", "maxmemory-policy")
+	c.must(okReply, "config", "set", "slave-read-only", "no")
+	c.must(bulks("replica-read-only", "no"), "config", "get", "replica-read-only")
+	c.must(okReply, "config", "set", "lua-time-limit", "100")
+	c.must(bulks("busy-reply-threshold", "100"), "config", "get", "busy-reply-threshold")
+	c.must(okReply, "config", "set", "save", "3600  1 300 100")
+	c.must(bulks("save", "3600 1 300 100"), "config", "get", "save")
+	c.must(okReply, "config", "set", "hz", "1000")
+	c.must(bulks("hz", "500"), "config", "get", "hz")
+	c.must(okReply, "config", "set", "client-output-buffer-limit", "pubsub 1mb 0 0")
+	c.must(bulks("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 0 0"), "config", "get", "client-output-buffer-limit")
+	if got := s.pubsubOutputLimit(); got != 1<<20 {
+		t.Errorf("pub/sub output limit = %d", got)
+	}
+	c.must(okReply, "config", "set", "maxclients", "7")
+	if v, _ := infoField(c.do("info", "clients").String(), "maxclients"); v != "7" {
+		t.Errorf("INFO maxclients:%s", v)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"x"}, "ERR wrong number of arguments for 'config|set' command"},
+		{[]string{"x", "y"}, "ERR Unknown option or number of arguments for CONFIG SET - 'x'"},
+		{[]string{"maxmemory", "1", "x"}, "ERR syntax error"},
+		{[]string{"maxmemory", "1", "bogus", "2"}, "ERR Unknown option or number of arguments for CONFIG SET - 'bogus'"},
+		{[]string{"maxmemory", "1", "maxmemory", "2"}, "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - duplicate parameter"},
+		{[]string{"maxmemory", "x"}, "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value"},
+		{[]string{"maxmemory", "-1"}, "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value"},
+		{[]string{"maxmemory-policy", "bogus"}, "ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"},
+		{[]string{"appendonly", "maybe"}, "ERR CONFIG SET failed (possibly related to argument 'appendonly') - can't set immutable config"},
+		{[]string{"databases", "4"}, "ERR CONFIG SET failed (possibly related to argument 'databases') - can't set immutable config"},
+		{[]string{"maxclients", "0"}, "ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument must be between 1 and 4294967295 inclusive"},
+		{[]string{"timeout", "-1"}, "ERR CONFIG SET failed (possibly related to argument 'timeout') - argument must be between 0 and 2147483647 inclusive"},
+		{[]string{"proto-max-bulk-len", "10"}, "ERR CONFIG SET failed (possibly related to argument 'proto-max-bulk-len') - argument must be between 1048576 and 9223372036854775807 inclusive"},
+		{[]string{"loglevel", "x"}, "ERR CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) must be one of the following: debug, verbose, notice, warning"},
+		{[]string{"protected-mode", "maybe"}, "ERR CONFIG SET failed (possibly related to argument 'protected-mode') - argument must be 'yes' or 'no'"},
+		{[]string{"tcp-keepalive", "x"}, "ERR CONFIG SET failed (possibly related to argument 'tcp-keepalive') - argument couldn't be parsed into an integer"},
+		{[]string{"save", "x"}, "ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters"},
+		{[]string{"client-output-buffer-limit", "x"}, "ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - Wrong number of arguments in buffer limit configuration."},
+		{[]string{"client-output-buffer-limit", "bogus 1 1 1"}, "ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - Invalid client class specified in buffer limit configuration."},
+		{[]string{"notify-keyspace-events", "Z"}, "ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'."},
+	} {
+		c.mustErr(tc.err, append([]string{"config", "set"}, tc.args...)...)
+	}
+	// A failed CONFIG SET changes nothing.
+	c.mustErr("ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction",
+		"config", "set", "maxmemory", "5", "maxmemory-policy", "nope")
+	c.must(bulks("maxmemory", "1000"), "config", "get", "maxmemory")
+	c.must(okReply, "config", "set", "notify-keyspace-events", "")
+
+	c.mustErr("ERR wrong number of arguments for 'config|get' command", "config", "get")
+	c.mustErr("ERR The server is running without a config file", "config", "rewrite")
+	c.mustErr("ERR unknown subcommand 'bogus'. Try CONFIG HELP.", "config", "bogus")
+	c.must(okReply, "config", "resetstat")
+	if v, _ := infoField(c.do("info", "stats").String(), "total_commands_processed"); v != "1" {
+		t.Errorf("after RESETSTAT total_commands_processed:%s", v)
+	}
+}
+
+// replicated is a backend with followers: WAIT and WAITAOF ask it.
+type replicated struct {
+	*cluster.Local
+	followers int
+	waited    []string
+}
+
+func (r *replicated) Wait(_ context.Context, n int, timeout time.Duration) (int, error) {
+	r.waited = append(r.waited, fmt.Sprintf("wait %d %v", n, timeout))
+	return min(n, r.followers), nil
+}
+
+func (r *replicated) WaitAOF(_ context.Context, local, n int, timeout time.Duration) (int, int, error) {
+	r.waited = append(r.waited, fmt.Sprintf("waitaof %d %d %v", local, n, timeout))
+	return 1, min(n, r.followers), nil
+}
+
+// leaderInfo reports a leader with two followers.
+type leaderInfo struct{}
+
+func (leaderInfo) Replication() []string {
+	return []string{"role:master", "connected_slaves:2", "master_failover_state:no-failover"}
+}
+
+func (leaderInfo) Role() resp.Reply {
+	return resp.ArrayReply(resp.BulkString("master"), resp.IntReply(7), resp.EmptyArr)
+}
+
+type followerInfo struct{}
+
+func (followerInfo) Replication() []string { return []string{"role:slave", "master_host:10.0.0.1"} }
+func (followerInfo) Role() resp.Reply {
+	return resp.ArrayReply(resp.BulkString("slave"), resp.BulkString("10.0.0.1"), resp.IntReply(6379),
+		resp.BulkString("connected"), resp.IntReply(7))
+}
+
+func TestWaitSingleNode(t *testing.T) {
+	s := newTestServer(t)
+	c := dial(t, s.addr)
+	c.must(integer(0), "wait", "0", "0")
+	c.must(integer(0), "wait", "1", "0") // no replicas: at once, not forever
+	c.must(integer(0), "wait", "-1", "0")
+	c.mustErr("ERR value is not an integer or out of range", "wait", "x", "0")
+	c.mustErr("ERR timeout is not an integer or out of range", "wait", "0", "x")
+	c.mustErr("ERR timeout is negative", "wait", "0", "-1")
+	c.mustErr("ERR wrong number of arguments for 'wait' command", "wait", "0")
+	c.must(arr(integer(0), integer(0)), "waitaof", "0", "0", "0")
+	c.must(arr(integer(0), integer(0)), "waitaof", "0", "1", "10")
+	c.mustErr("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.", "waitaof", "1", "0", "0")
+	c.mustErr("ERR value is out of range, value must between 0 and 1", "waitaof", "2", "0", "0")
+	c.mustErr("ERR value is out of range, must be positive", "waitaof", "0", "-1", "0")
+	c.mustErr("ERR timeout is negative", "waitaof", "0", "0", "-5")
+	c.must(arr(bulk("master"), integer(0), arr()), "role")
+	rep := c.do("info", "replication").String()
+	for _, f := range []string{"role:master", "connected_slaves:0", "master_failover_state:no-failover", "master_repl_offset:0"} {
+		if !strings.Contains(rep, f+"\r\n") {
+			t.Errorf("INFO replication lacks %s: %q", f, rep)
+		}
+	}
+}
+
+func TestWaitAsksTheBackend(t *testing.T) {
+	var r *replicated
+	s := newTestServerWith(t, func(l *cluster.Local) Backend {
+		r = &replicated{Local: l, followers: 2}
+		return r
+	}, func(c *Config) { c.Info = leaderInfo{} })
+	c := dial(t, s.addr)
+	c.must(integer(2), "wait", "2", "1000")
+	c.must(integer(2), "wait", "3", "0")
+	c.must(arr(integer(1), integer(1)), "waitaof", "1", "1", "50")
+	if want := []string{"wait 2 1s", "wait 3 0s", "waitaof 1 1 50ms"}; fmt.Sprint(r.waited) != fmt.Sprint(want) {
+		t.Errorf("backend saw %v, want %v", r.waited, want)
+	}
+	c.must(arr(bulk("master"), integer(7), arr()), "role")
+	c.must(bulk("# Replication\r\nrole:master\r\nconnected_slaves:2\r\nmaster_failover_state:no-failover\r\n"), "info", "replication")
+}
+
+func TestFollowerRole(t *testing.T) {
+	s := newTestServer(t, func(c *Config) { c.Info = followerInfo{} })
+	c := dial(t, s.addr)
+	c.must(arr(bulk("slave"), bulk("10.0.0.1"), integer(6379), bulk("connected"), integer(7)), "role")
+	c.mustErr("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.", "wait", "0", "0")
+	c.mustErr("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.", "waitaof", "0", "0", "0")
+	if v, _ := infoField(c.do("info", "replication").String(), "role"); v != "slave" {
+		t.Errorf("role:%s", v)
+	}
+	if r := c.do("hello", "2"); r.Elems[11].String() != "replica" {
+		t.Errorf("HELLO role: %v", r.Elems[11])
+	}
+}
+
+func TestAdminCommands(t *testing.T) {
+	s := newTestServer(t)
+	c := dial(t, s.addr)
+	before := time.Now().Unix()
+	c.must(okReply, "set", "a", "1")
+	if v, _ := infoField(c.do("info", "persistence").String(), "rdb_changes_since_last_save"); v != "1" {
+		t.Errorf("rdb_changes_since_last_save:%s", v)
+	}
+	c.must(okReply, "save")
+	if v, _ := infoField(c.do("info", "persistence").String(), "rdb_changes_since_last_save"); v != "0" {
+		t.Errorf("after SAVE rdb_changes_since_last_save:%s", v)
+	}
+	if n := c.do("lastsave").Int; n < before-1 || n > time.Now().Unix()+1 {
+		t.Errorf("LASTSAVE = %d", n)
+	}
+	c.must(status("Background saving started"), "bgsave")
+	c.must(status("Background saving started"), "bgsave", "schedule")
+	c.mustErr("ERR syntax error", "bgsave", "x")
+	c.must(status("Background append only file rewriting started"), "bgrewriteaof")
+
+	c.must(okReply, "debug", "sleep", "0")
+	c.must(okReply, "debug", "sleep", "0.01")
+	c.must(okReply, "debug", "sleep", "x")
+	c.mustErr("ERR unknown subcommand 'bogus'. Try DEBUG HELP.", "debug", "bogus")
+	c.mustErr("ERR wrong number of arguments for 'debug' command", "debug")
+
+	c.must(okReply, "readonly")
+	c.must(okReply, "readwrite")
+	c.must(okReply, "asking")
+	c.must(arr(), "latency", "latest")
+	c.must(arr(), "latency", "history", "command")
+	c.must(integer(0), "latency", "reset")
+	c.mustErr("ERR No samples available for event 'x'", "latency", "graph", "x")
+	c.mustErr("ERR unknown subcommand 'bogus'. Try LATENCY HELP.", "latency", "bogus")
+	c.must(arr(), "slowlog", "get")
+	c.must(arr(), "slowlog", "get", "-1")
+	c.mustErr("ERR count should be greater than or equal to -1", "slowlog", "get", "-2")
+	c.must(integer(0), "slowlog", "len")
+	c.must(okReply, "slowlog", "reset")
+	c.mustErr("ERR MEMORY USAGE is not supported by deadbolt", "memory", "usage", "a")
+	c.mustErr("ERR unknown subcommand 'bogus'. Try MEMORY HELP.", "memory", "bogus")
+	if r := c.do("memory", "stats"); len(r.Elems)%2 != 0 || len(r.Elems) < 10 {
+		t.Errorf("MEMORY STATS: %v", r)
+	}
+	c.mustErr("ERR syntax error", "shutdown", "bogus")
+	if r := c.do("shutdown", "nosave"); !r.IsError() {
+		t.Fatalf("SHUTDOWN: %v", r)
+	}
+	if r := c.do("monitor"); !r.IsError() {
+		t.Fatalf("MONITOR: %v", r)
+	}
+	c.must(status("PONG"), "ping") // still here
 }

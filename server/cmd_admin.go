@@ -1377,7 +1377,10 @@ func normalizeParam(p *configParam, v string) (string, string) {
 		}
 		return strings.Join(f, " "), ""
 	case pCOBL:
-		return "", cobl(v)
+		if msg := cobl(v); msg != "" {
+			return "", msg
+		}
+		return v, ""
 	case pNotify:
 		for _, ch := range v {
 			if !strings.ContainsRune("Ag$lshzxeKEtmdn", ch) {

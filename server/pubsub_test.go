@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deadbolt/deadbolt/resp"
 )
 
 func TestSubscribedMode(t *testing.T) {
@@ -115,33 +117,31 @@ func TestSlowSubscriber(t *testing.T) {
 	slow.must(arr(bulk("subscribe"), bulk("ch"), integer(1)), "subscribe", "ch")
 	fast := dial(t, s.addr)
 	fast.must(arr(bulk("subscribe"), bulk("ch"), integer(1)), "subscribe", "ch")
-	drained := make(chan int, 1)
-	go func() {
-		n := 0
-		for {
-			if _, err := fast.tryRead(20 * time.Second); err != nil {
-				break
-			}
-			n++
-			if n == 400 {
-				break
-			}
-		}
-		drained <- n
-	}()
 
 	pub := dial(t, s.addr)
 	msg := strings.Repeat("x", 64<<10)
+	frame := arr(bulk("message"), bulk("ch"), bulk(msg))
 	// 400 × 64 KiB = 25 MiB: more than any socket buffers hold, so the
-	// slow subscriber's backlog must pass the limit.
+	// slow subscriber's backlog must pass the limit. The other subscriber
+	// reads each message before the next is published.
+	dropped := false
 	for i := range 400 {
-		r := pub.do("publish", "ch", msg)
-		if r.Int < 1 || r.Int > 2 {
-			t.Fatalf("publish %d: %v", i, r)
+		raw := pub.doRaw("publish", "ch", msg)
+		r, _, _ := resp.Parse([]byte(raw))
+		switch {
+		case r.Type != resp.Int:
+			t.Fatalf("publish %d: %q", i, raw)
+		case r.Int == 1:
+			dropped = true
+		case r.Int != 2 || dropped:
+			t.Fatalf("publish %d: %d receivers", i, r.Int)
+		}
+		if got := fast.readRaw(); got != frame {
+			t.Fatalf("message %d: %.100q", i, got)
 		}
 	}
-	if n := <-drained; n != 400 {
-		t.Fatalf("the reading subscriber got %d messages", n)
+	if !dropped {
+		t.Fatal("the slow subscriber was never dropped")
 	}
 	waitFor(t, "the slow subscriber to be dropped", func() bool {
 		return pub.doRaw("pubsub", "numsub", "ch") == arr(bulk("ch"), integer(1))

@@ -10,9 +10,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/deadbolt/deadbolt"
+	"github.com/deadbolt/deadbolt/cluster"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".
@@ -39,6 +41,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		maxClients  = fs.Int("maxclients", 10000, "maximum number of client connections")
 		maxBulk     = fs.Int64("proto-max-bulk-len", 512<<20, "largest bulk argument a client may send, in `bytes`")
 		logLevel    = fs.String("log-level", "info", "log level: debug, info, warn, error")
+		id          = fs.String("id", "", "this node's `name` in the cluster (default: the --addr value)")
+		raftAddr    = fs.String("raft-addr", "", "Raft transport address `host:port`; with --data-dir or --peers the node runs Raft")
+		dataDir     = fs.String("data-dir", "", "`directory` for the Raft log and snapshots; empty keeps everything in memory")
+		peers       = fs.String("peers", "", "bootstrap a new cluster: `id1=raftaddr1,id2=raftaddr2,...` (same value on every node; ignored once --data-dir holds state)")
+		join        = fs.String("join", "", "join a running cluster through a member's RESP `host:port`")
+		snapEvery   = fs.Uint64("snapshot-threshold", 8192, "log entries between snapshots")
 		showVersion = fs.Bool("version", false, "print the version and exit")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -57,19 +65,54 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	peerList, err := parsePeers(*peers)
+	if err != nil {
+		return err
+	}
+	if (*peers != "" || *join != "") && (*raftAddr == "" || *id == "") {
+		return errors.New("--peers and --join need --id and --raft-addr")
+	}
 	node, err := deadbolt.Start(deadbolt.Config{
-		Addr:        *addr,
-		RequirePass: *requirepass,
-		MaxClients:  *maxClients,
-		MaxBulkLen:  *maxBulk,
-		Logger:      logger,
-		Version:     version,
+		Addr:              *addr,
+		RequirePass:       *requirepass,
+		MaxClients:        *maxClients,
+		MaxBulkLen:        *maxBulk,
+		Logger:            logger,
+		Version:           version,
+		ID:                *id,
+		RaftAddr:          *raftAddr,
+		DataDir:           *dataDir,
+		Peers:             peerList,
+		Join:              *join,
+		SnapshotThreshold: *snapEvery,
 	})
 	if err != nil {
 		return err
 	}
-	logger.Info("deadbolt ready", "addr", node.Addr(), "version", version)
+	logger.Info("deadbolt ready", "addr", node.Addr(), "version", version, "raft", *raftAddr != "" || *dataDir != "")
 	<-ctx.Done()
 	logger.Info("shutting down")
-	return node.Close()
+	// A leader hands over leadership before it stops.
+	return node.Shutdown()
+}
+
+// parsePeers parses "id1=addr1,id2=addr2".
+func parsePeers(s string) ([]cluster.Peer, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []cluster.Peer
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("bad --peers entry %q: want id=host:port", part)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("--peers names %q twice", id)
+		}
+		seen[id] = true
+		out = append(out, cluster.Peer{ID: id, RaftAddr: addr})
+	}
+	return out, nil
 }

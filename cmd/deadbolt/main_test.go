@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunFlags(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"--version"}, &out, &errb); err != nil || !strings.HasPrefix(out.String(), "deadbolt ") {
+		t.Fatalf("--version: %q %v", out.String(), err)
+	}
+	bad := [][]string{
+		{"--no-such-flag"},
+		{"extra-arg"},
+		{"--peers", "n1=127.0.0.1:1"}, // needs --id and --raft-addr
+		{"--id", "n1", "--raft-addr", "127.0.0.1:0", "--peers", "n1"}, // no address
+		{"--log-level", "loud"},
+	}
+	for _, args := range bad {
+		if err := run(context.Background(), args, &out, &errb); err == nil {
+			t.Errorf("run(%q) accepted", args)
+		}
+	}
+}
+
+func TestParsePeers(t *testing.T) {
+	got, err := parsePeers("a=127.0.0.1:1, b=127.0.0.1:2")
+	if err != nil || len(got) != 2 || got[1].ID != "b" || got[1].RaftAddr != "127.0.0.1:2" {
+		t.Fatalf("parsePeers = %+v, %v", got, err)
+	}
+	if _, err := parsePeers("a=x,a=y"); err == nil {
+		t.Fatal("duplicate id accepted")
+	}
+}
+
+// TestRunServes starts the whole program, talks to it, and stops it by
+// cancelling its context (as SIGTERM does).
+func TestRunServes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var out, errb bytes.Buffer
+	go func() { done <- run(ctx, []string{"--addr", addr}, &out, &errb) }()
+	var c net.Conn
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if c, err = net.Dial("tcp", addr); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never listened: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer c.Close()
+	c.Write([]byte("PING\r\n"))
+	buf := make([]byte, 7)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "+PONG\r\n" {
+		t.Fatalf("PING: %q %v", buf[:n], err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+}

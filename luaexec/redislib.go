@@ -1,0 +1,266 @@
+package luaexec
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+
+	"github.com/deadbolt/deadbolt/resp"
+	lua "github.com/yuin/gopher-lua"
+)
+
+// The redis table: redis.call, redis.pcall and their helpers.
+
+// CommandChecker may be implemented by a Caller to answer
+// redis.acl_check_cmd: known reports whether the command exists, allowed
+// whether the current user may run it with these arguments. Without it,
+// every command is reported as allowed.
+type CommandChecker interface {
+	CheckCommand(args [][]byte) (known, allowed bool)
+}
+
+const (
+	redisVersion    = "7.0.15"
+	redisVersionNum = 0x00070f
+)
+
+func (sb *sandbox) openRedis(L *lua.LState) *lua.LTable {
+	e := sb.e
+	t := L.NewTable()
+	register(L, t, map[string]lua.LGFunction{
+		"call":               e.redisCall,
+		"pcall":              e.redisPcall,
+		"log":                e.redisLog,
+		"setresp":            e.redisSetresp,
+		"sha1hex":            redisSha1hex,
+		"error_reply":        redisErrorReply,
+		"status_reply":       redisStatusReply,
+		"set_repl":           e.redisSetRepl,
+		"replicate_commands": redisReplicateCommands,
+		"breakpoint":         redisBreakpoint,
+		"debug":              redisDebug,
+		"acl_check_cmd":      e.redisACLCheckCmd,
+	})
+	for name, v := range map[string]int{
+		"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3,
+		"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3,
+		"REDIS_VERSION_NUM": redisVersionNum,
+	} {
+		t.RawSetString(name, lua.LNumber(v))
+	}
+	t.RawSetString("REDIS_VERSION", lua.LString(redisVersion))
+	return t
+}
+
+// raiseTable raises Redis's error table for msg (luaPushError + luaError).
+func raiseTable(L *lua.LState, msg string) {
+	L.Error(errorTable(L, msg), 0)
+}
+
+// scriptArgs converts the arguments of redis.call into a command; it
+// returns nil after pushing nothing when an argument is not a string or a
+// number, and reports the error message.
+func scriptArgs(L *lua.LState) ([][]byte, string) {
+	argc := L.GetTop()
+	if argc == 0 {
+		return nil, "Please specify at least one argument for this redis lib call"
+	}
+	size := 0
+	var numBuf [32]byte
+	for j := 1; j <= argc; j++ {
+		switch v := L.Get(j).(type) {
+		case lua.LString:
+			size += len(v)
+		case lua.LNumber:
+			size += len(fmtArg(numBuf[:0], float64(v)))
+		default:
+			return nil, "Lua redis lib command arguments must be strings or integers"
+		}
+	}
+	buf := make([]byte, 0, size)
+	args := make([][]byte, argc)
+	for j := 1; j <= argc; j++ {
+		start := len(buf)
+		switch v := L.Get(j).(type) {
+		case lua.LString:
+			buf = append(buf, v...)
+		case lua.LNumber:
+			buf = fmtArg(buf, float64(v))
+		}
+		args[j-1] = buf[start:len(buf):len(buf)]
+	}
+	return args, ""
+}
+
+func (e *Engine) redisCall(L *lua.LState) int  { return e.redisGenericCall(L, true) }
+func (e *Engine) redisPcall(L *lua.LState) int { return e.redisGenericCall(L, false) }
+
+func (e *Engine) redisGenericCall(L *lua.LState, raise bool) int {
+	if !e.run.active || e.run.caller == nil {
+		raiseTable(L, "redis.call/pcall can only be called inside a script invocation")
+	}
+	args, msg := scriptArgs(L)
+	if args == nil {
+		t := errorTable(L, msg)
+		if raise {
+			L.Error(t, 0)
+		}
+		L.Push(t)
+		return 1
+	}
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	e.charge(L, costRedisCall+int64(n/16))
+	r := e.run.caller.Call(args)
+	v, size := e.replyToLua(L, r)
+	e.charge(L, int64(size/16))
+	if raise && r.Type == resp.Error {
+		L.Error(v, 0)
+	}
+	L.Push(v)
+	return 1
+}
+
+func redisSha1hex(L *lua.LState) int {
+	if L.GetTop() != 1 {
+		raiseTable(L, "wrong number of arguments")
+	}
+	var s string
+	switch v := L.Get(1).(type) {
+	case lua.LString:
+		s = string(v)
+	case lua.LNumber:
+		s = fmtNumber(float64(v))
+	}
+	sum := sha1.Sum([]byte(s))
+	L.Push(lua.LString(hex.EncodeToString(sum[:])))
+	return 1
+}
+
+func redisErrorReply(L *lua.LState) int {
+	s, ok := L.Get(-1).(lua.LString)
+	if L.GetTop() != 1 || !ok {
+		L.Push(errorTable(L, "wrong number or type of arguments"))
+		return 1
+	}
+	msg := cstr(string(s))
+	if len(msg) == 0 || msg[0] != '-' {
+		msg = "-" + msg
+	}
+	L.Push(errorTable(L, msg))
+	return 1
+}
+
+func redisStatusReply(L *lua.LState) int {
+	s, ok := L.Get(-1).(lua.LString)
+	if L.GetTop() != 1 || !ok {
+		L.Push(errorTable(L, "wrong number or type of arguments"))
+		return 1
+	}
+	t := L.CreateTable(0, 1)
+	t.RawSetString("ok", s)
+	L.Push(t)
+	return 1
+}
+
+func (e *Engine) redisLog(L *lua.LState) int {
+	argc := L.GetTop()
+	if argc < 2 {
+		raiseTable(L, "redis.log() requires two arguments or more.")
+	}
+	f, ok := toNumber(L.Get(1))
+	if !ok {
+		raiseTable(L, "First argument must be a number (log level).")
+	}
+	level := toCInt(f)
+	if level < 0 || level > 3 {
+		raiseTable(L, "Invalid debug level.")
+	}
+	if e.opt.Logger == nil {
+		return 0
+	}
+	var b []byte
+	for j := 2; j <= argc; j++ {
+		var s string
+		switch v := L.Get(j).(type) {
+		case lua.LString:
+			s = string(v)
+		case lua.LNumber:
+			s = fmtNumber(float64(v))
+		default:
+			continue
+		}
+		if j != 2 {
+			b = append(b, ' ')
+		}
+		b = append(b, s...)
+	}
+	e.opt.Logger(LogLevel(level), string(b))
+	return 0
+}
+
+func (e *Engine) redisSetresp(L *lua.LState) int {
+	if !e.run.active {
+		raiseTable(L, "redis.setresp can only be called inside a script invocation")
+	}
+	if L.GetTop() != 1 {
+		raiseTable(L, "redis.setresp() requires one argument.")
+	}
+	f, _ := toNumber(L.Get(1))
+	switch toCInt(f) {
+	case 2:
+		return 0
+	case 3:
+		// Replies reach scripts as RESP2 only.
+		raiseTable(L, "RESP3 replies are not supported in scripts (use redis.setresp(2))")
+	}
+	raiseTable(L, "RESP version must be 2 or 3.")
+	return 0
+}
+
+func (e *Engine) redisSetRepl(L *lua.LState) int {
+	if !e.run.active {
+		raiseTable(L, "redis.set_repl can only be called inside a script invocation")
+	}
+	if L.GetTop() != 1 {
+		raiseTable(L, "redis.set_repl() requires two arguments.")
+	}
+	f, _ := toNumber(L.Get(-1))
+	if toCInt(f)&^3 != 0 {
+		raiseTable(L, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.")
+	}
+	return 0
+}
+
+func redisReplicateCommands(L *lua.LState) int {
+	L.Push(lua.LTrue)
+	return 1
+}
+
+func redisBreakpoint(L *lua.LState) int {
+	L.Push(lua.LFalse)
+	return 1
+}
+
+func redisDebug(L *lua.LState) int { return 0 }
+
+func (e *Engine) redisACLCheckCmd(L *lua.LState) int {
+	if !e.run.active {
+		raiseTable(L, "redis.acl_check_cmd can only be called inside a script invocation")
+	}
+	args, msg := scriptArgs(L)
+	if args == nil {
+		raiseTable(L, msg)
+	}
+	allowed := true
+	if cc, ok := e.run.caller.(CommandChecker); ok {
+		known, ok := cc.CheckCommand(args)
+		if !known {
+			raiseTable(L, "Invalid command passed to redis.acl_check_cmd()")
+		}
+		allowed = ok
+	}
+	L.Push(lua.LBool(allowed))
+	return 1
+}
