@@ -286,3 +286,37 @@ func TestClusterMembershipChangeUnderLoad(t *testing.T) {
 		t.Fatal("no write was acknowledged during the membership change")
 	}
 }
+
+// WAIT counts the followers that have the writes; ROLE and INFO
+// replication tell who leads.
+func TestClusterWaitRoleInfo(t *testing.T) {
+	c := RunClusterT(t, 3)
+	ctx := context.Background()
+	for _, i := range []int{c.Leader(), c.Followers()[0]} {
+		cl := client(t, c.Addr(i))
+		if err := cl.Set(ctx, "k", "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		n, err := cl.Do(ctx, "WAIT", 2, 2000).Int()
+		if err != nil || n != 2 {
+			t.Fatalf("WAIT 2 through node %d = %d, %v", i, n, err)
+		}
+	}
+	role, err := client(t, c.Addr(c.Leader())).Do(ctx, "ROLE").Slice()
+	if err != nil || role[0] != "master" {
+		t.Fatalf("leader ROLE = %v, %v", role, err)
+	}
+	f := c.Followers()[0]
+	role, err = client(t, c.Addr(f)).Do(ctx, "ROLE").Slice()
+	if err != nil || role[0] != "slave" {
+		t.Fatalf("follower ROLE = %v, %v", role, err)
+	}
+	info, err := client(t, c.Addr(f)).Info(ctx, "replication").Result()
+	if err != nil || !strings.Contains(info, "role:slave\r\n") || !strings.Contains(info, "master_port:"+strings.Split(c.Addr(c.Leader()), ":")[1]) {
+		t.Fatalf("follower INFO replication:\n%s %v", info, err)
+	}
+	info, err = client(t, c.Addr(c.Leader())).Info(ctx, "replication").Result()
+	if err != nil || !strings.Contains(info, "role:master\r\n") || !strings.Contains(info, "connected_slaves:2\r\n") {
+		t.Fatalf("leader INFO replication:\n%s %v", info, err)
+	}
+}

@@ -194,3 +194,14 @@ func RunT(tb testing.TB, opts ...func(*Config)) *Node {
 	})
 	return n
 }
+
+// The drivers answer what the server asks of them.
+var (
+	_ server.Backend       = (*cluster.Local)(nil)
+	_ server.Backend       = (*cluster.Node)(nil)
+	_ server.Waiter        = (*cluster.Node)(nil)
+	_ server.AOFWaiter     = (*cluster.Node)(nil)
+	_ server.InfoProvider  = (*cluster.Node)(nil)
+	_ server.KeyspaceStats = (*cluster.Node)(nil)
+	_ server.KeyspaceStats = (*cluster.Local)(nil)
+)

@@ -122,10 +122,45 @@ func (n *Node) AppliedIndex() uint64 { return n.fsm.appliedIndex() }
 // they have applied (for WAIT).
 const AppliedCommand = "deadbolt.applied"
 
-// Wait blocks until at least want followers have applied the entry at
-// index, or timeout passes (0: wait forever, bounded by ctx), and returns
-// how many have. Only counts on the leader; elsewhere it returns 0.
-func (n *Node) Wait(ctx context.Context, index uint64, want int, timeout time.Duration) int {
+// Wait is WAIT: it blocks until numReplicas followers have applied every
+// write acknowledged so far, or timeout passes (0: no limit but ctx), and
+// returns how many have. A follower asks the leader, which counts its
+// followers.
+func (n *Node) Wait(ctx context.Context, numReplicas int, timeout time.Duration) (int, error) {
+	if n.IsLeader() {
+		return n.waitIndex(ctx, n.AppliedIndex(), numReplicas, timeout), nil
+	}
+	_, addr, ok := n.Leader()
+	if !ok || addr == "" {
+		return 0, nil
+	}
+	ms := strconv.FormatInt(timeout.Milliseconds(), 10)
+	r, err := n.roundTrip(ctx, addr, [][]byte{[]byte("WAIT"), []byte(strconv.Itoa(numReplicas)), []byte(ms)})
+	if err != nil || r.Type != resp.Int {
+		return 0, nil
+	}
+	return int(r.Int), nil
+}
+
+// WaitAOF is WAITAOF: a node with a data directory has every acknowledged
+// write in its fsynced log before it is acknowledged, so local is 1; the
+// replicas are counted as for WAIT (a follower stores an entry before it
+// acknowledges it).
+func (n *Node) WaitAOF(ctx context.Context, numLocal, numReplicas int, timeout time.Duration) (int, int, error) {
+	local := 0
+	if n.cfg.DataDir != "" {
+		local = 1
+	} else if numLocal > 0 {
+		return 0, 0, replyError{"ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled."}
+	}
+	reps, err := n.Wait(ctx, numReplicas, timeout)
+	return local, reps, err
+}
+
+// waitIndex blocks until at least want followers have applied the entry
+// at index, or timeout passes, and returns how many have. Only the leader
+// counts; elsewhere it returns 0.
+func (n *Node) waitIndex(ctx context.Context, index uint64, want int, timeout time.Duration) int {
 	if !n.IsLeader() {
 		return 0
 	}
@@ -313,4 +348,12 @@ func (n *Node) roundTrip(ctx context.Context, addr string, args [][]byte) (resp.
 	}
 	n.fwd.put(addr, c)
 	return r, nil
+}
+
+// KeyspaceStats counts a database's keys and those with a deadline on
+// this node (INFO keyspace).
+func (n *Node) KeyspaceStats(db int) (keys, expires int) {
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.state.Stats(db)
 }

@@ -699,7 +699,8 @@ func cmdWait(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
-	if c.srv.role() != "master" {
+	// A cluster's followers forward writes, and WAIT, to the leader.
+	if _, fwd := c.srv.backend.(Waiter); !fwd && c.srv.role() != "master" {
 		c.reply(resp.Err("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."))
 		return
 	}
@@ -740,7 +741,7 @@ func cmdWaitAOF(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
-	if c.srv.role() != "master" {
+	if _, fwd := c.srv.backend.(AOFWaiter); !fwd && c.srv.role() != "master" {
 		c.reply(resp.Err("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated."))
 		return
 	}
