@@ -96,6 +96,9 @@ const maxLongDoubleChars = 5 * 1024
 // "infinity" in any case — with no leading white space. NaN is refused, as
 // are values that overflow a double or underflow to zero.
 func parseFloat(b []byte) (float64, bool) {
+	if f, ok := plainDecimal(b); ok {
+		return f, true
+	}
 	if len(b) == 0 || isCSpace(b[0]) {
 		return 0, false
 	}
@@ -115,12 +118,44 @@ func parseFloat(b []byte) (float64, bool) {
 // must be consumed up to the end or a NUL byte (so "" reads as 0),
 // overflow gives ±Inf and underflow 0; only NaN and junk are refused.
 func parseStrtod(b []byte) (float64, bool) {
+	if f, ok := plainDecimal(b); ok {
+		return f, true
+	}
 	x, n := scanStrtod(b)
 	if n < len(b) && b[n] != 0 || x.kind == cfNaN {
 		return 0, false
 	}
 	f, _ := x.float64()
 	return f, true
+}
+
+// plainDecimal is the fast path of the float parsers: a short plain
+// decimal ("-12", "1795342092073", "0.25") cannot overflow or underflow,
+// and strconv rounds it correctly, as strtod does.
+func plainDecimal(b []byte) (float64, bool) {
+	if len(b) == 0 || len(b) > 17 {
+		return 0, false
+	}
+	i := 0
+	if b[0] == '-' {
+		i++
+	}
+	digits, dot := 0, false
+	for ; i < len(b); i++ {
+		switch c := b[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	return f, err == nil
 }
 
 // parseLongDouble parses b as Redis's string2ld does (INCRBYFLOAT and

@@ -991,11 +991,7 @@ func cmdSlowlog(c *conn, args [][]byte) {
 	case "get":
 		if len(args) == 3 {
 			n, err := strconv.ParseInt(string(args[2]), 10, 64)
-			if err != nil {
-				c.reply(resp.Err(msgNotInt))
-				return
-			}
-			if n < -1 {
+			if err != nil || n < -1 {
 				c.reply(resp.Err("ERR count should be greater than or equal to -1"))
 				return
 			}

@@ -240,9 +240,9 @@ func (c *client) expectClosed() string {
 }
 
 // RESP2 encoders for expected replies.
-func status(s string) string  { return "+" + s + "\r\n" }
-func integer(n int64) string  { return ":" + strconv.FormatInt(n, 10) + "\r\n" }
-func bulk(s string) string    { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
+func status(s string) string { return "+" + s + "\r\n" }
+func integer(n int64) string { return ":" + strconv.FormatInt(n, 10) + "\r\n" }
+func bulk(s string) string   { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
 func arr(elems ...string) string {
 	return "*" + strconv.Itoa(len(elems)) + "\r\n" + strings.Join(elems, "")
 }
