@@ -63,8 +63,9 @@ type Engine struct {
 	gen int // generation of L; compiled functions are bound to one
 	sb  *sandbox
 
-	rand rand48
-	run  runState
+	rand     rand48
+	cjsonCfg cjsonConfig
+	run      runState
 }
 
 // script is one compiled script.
@@ -84,7 +85,7 @@ func New(opt Options) *Engine {
 	if opt.MaxStringBytes <= 0 {
 		opt.MaxStringBytes = DefaultMaxStringBytes
 	}
-	e := &Engine{opt: opt, scripts: make(map[string]*script)}
+	e := &Engine{opt: opt, scripts: make(map[string]*script), cjsonCfg: defaultCjsonConfig()}
 	e.rand.reset()
 	e.newState()
 	return e
@@ -106,9 +107,11 @@ func SHA1Hex(body []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Forget drops every compiled script (SCRIPT FLUSH).
+// Forget drops every compiled script (SCRIPT FLUSH). Like Redis, it also
+// resets the Lua environment (cjson settings), but not math.random.
 func (e *Engine) Forget() {
 	e.scripts = make(map[string]*script)
+	e.cjsonCfg = defaultCjsonConfig()
 }
 
 // Has reports whether a script is compiled and cached (SCRIPT EXISTS).
@@ -125,14 +128,6 @@ func (e *Engine) Flags(sha string) (ScriptFlags, bool) {
 	}
 	return s.flags, true
 }
-
-// RandState returns the state of the generator behind math.random. Redis
-// 7.0 does not reseed it between scripts, so it is state of the server: a
-// state machine must keep it in its snapshots to stay deterministic.
-func (e *Engine) RandState() uint64 { return e.rand.state() }
-
-// SetRandState restores the generator state saved by RandState.
-func (e *Engine) SetRandState(s uint64) { e.rand.setState(s) }
 
 // Compile compiles body and caches it under sha (SHA1Hex(body) when sha is
 // empty). It returns resp.NilReply on success, or the error reply Redis

@@ -116,8 +116,9 @@ type clientState struct {
 	readonly  bool // READONLY (cluster replica reads)
 	noEvict   bool
 	noTouch   bool
-	rejected  bool   // the current command was refused before it ran
-	errPrefix string // first word of the current command's last error reply
+	rejected  bool      // the current command was refused before it ran
+	errPrefix string    // first word of the current command's last error reply
+	spec      *fsm.Spec // the current command's, if the state machine runs it
 
 	// Guarded by conn.mu: CLIENT LIST on other connections reads them.
 	libName, libVer string
@@ -135,7 +136,7 @@ type connView struct {
 // beginCommand starts a request: CLIENT REPLY SKIP applies to this one.
 func (a *clientState) beginCommand() {
 	a.skipThis, a.skipNext = a.skipNext, false
-	a.rejected, a.errPrefix = false, ""
+	a.rejected, a.errPrefix, a.spec = false, "", nil
 }
 
 // quiet reports whether replies are being dropped (CLIENT REPLY OFF/SKIP).
@@ -157,7 +158,7 @@ func (a *clientState) noteError(msg []byte) {
 
 // endCommand records a finished request in the statistics and publishes
 // the connection's state for CLIENT LIST.
-func (c *conn) endCommand(args [][]byte, took time.Duration) {
+func (c *conn) endCommand(took time.Duration) {
 	a := &c.adm
 	a.skipThis = false
 	s := c.srv
@@ -169,12 +170,8 @@ func (c *conn) endCommand(args [][]byte, took time.Duration) {
 	if name != "" {
 		s.cmdStats.record(name, took, a.rejected, failed)
 	}
-	if !failed && c.multi == nil {
-		if name == "exec" {
-			s.adm.dirty.Add(1)
-		} else if spec, ok := fsm.Lookup(args[0]); ok && name == spec.Name && spec.Flags&(fsm.Write|fsm.PubSub) == fsm.Write {
-			s.adm.dirty.Add(1)
-		}
+	if !failed && c.multi == nil && (name == "exec" || a.spec != nil && a.spec.Flags&(fsm.Write|fsm.PubSub) == fsm.Write) {
+		s.adm.dirty.Add(1) // a write, roughly as Redis counts changes
 	}
 	v := c.liveView()
 	c.mu.Lock()
@@ -989,6 +986,10 @@ func cmdSlowlog(c *conn, args [][]byte) {
 	}
 	switch sub {
 	case "get":
+		if len(args) > 3 {
+			c.reply(subcommandSyntaxError(args))
+			return
+		}
 		if len(args) == 3 {
 			n, err := strconv.ParseInt(string(args[2]), 10, 64)
 			if err != nil || n < -1 {

@@ -117,7 +117,7 @@ func (c *conn) run(args [][]byte) {
 		}()
 		c.dispatch(args)
 	}()
-	c.endCommand(args, time.Since(start))
+	c.endCommand(time.Since(start))
 }
 
 func (c *conn) shutdown() {

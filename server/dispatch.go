@@ -87,6 +87,7 @@ func (c *conn) dispatch(args [][]byte) {
 	// Containers (CLIENT, CONFIG, ...) are known by their subcommand:
 	// "client|list", as Redis reports it.
 	c.lastCmd = fullName(name, args)
+	c.adm.spec = spec
 
 	// Redis 7.0's order: unknown command, arity, then authentication.
 	if spec == nil && !isConn {

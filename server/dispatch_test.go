@@ -200,6 +200,14 @@ func TestHello(t *testing.T) {
 	if v, err := rc.Get(ctx, "k").Result(); err != nil || v != "v" {
 		t.Fatalf("go-redis GET: %q %v", v, err)
 	}
+	// It also sent CLIENT SETINFO, and parses CLIENT INFO's line.
+	info, err := rc.ClientInfo(ctx).Result()
+	if err != nil {
+		t.Fatalf("go-redis CLIENT INFO: %v", err)
+	}
+	if !strings.HasPrefix(info.LibName, "go-redis") || info.LibVer == "" || info.ID <= 0 || info.LastCmd != "client|info" {
+		t.Errorf("go-redis CLIENT INFO: %+v", info)
+	}
 }
 
 func TestMaxClients(t *testing.T) {

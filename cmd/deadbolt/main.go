@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/deadbolt/deadbolt"
 	"github.com/deadbolt/deadbolt/cluster"
@@ -47,6 +48,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		peers       = fs.String("peers", "", "bootstrap a new cluster: `id1=raftaddr1,id2=raftaddr2,...` (same value on every node; ignored once --data-dir holds state)")
 		join        = fs.String("join", "", "join a running cluster through a member's RESP `host:port`")
 		snapEvery   = fs.Uint64("snapshot-threshold", 8192, "log entries between snapshots")
+		heartbeat   = fs.Duration("heartbeat-timeout", 500*time.Millisecond, "Raft: how long a follower waits for the leader before an election")
+		election    = fs.Duration("election-timeout", 500*time.Millisecond, "Raft: how long a candidate waits before a new election")
+		lease       = fs.Duration("leader-lease", 250*time.Millisecond, "Raft: how long a leader stays leader without hearing from a quorum")
 		showVersion = fs.Bool("version", false, "print the version and exit")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -85,6 +89,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Peers:             peerList,
 		Join:              *join,
 		SnapshotThreshold: *snapEvery,
+		HeartbeatTimeout:  *heartbeat,
+		ElectionTimeout:   *election,
+		LeaderLease:       *lease,
 	})
 	if err != nil {
 		return err
