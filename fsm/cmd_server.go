@@ -13,6 +13,8 @@ func init() {
 		Spec{Name: "select", Arity: 2, Flags: Read | Fast, fn: cmdSelect},
 		Spec{Name: "echo", Arity: 2, Flags: Read | Fast, fn: cmdEcho},
 		Spec{Name: "ping", Arity: -1, Flags: Read | Fast, fn: cmdPing},
+		// UNWATCH queued inside MULTI: EXEC unwatches anyway.
+		Spec{Name: "unwatch", Arity: 1, Flags: Read | Fast | NoScript, fn: cmdUnwatch},
 	)
 }
 
@@ -64,3 +66,5 @@ func cmdPing(c *Ctx, args [][]byte) resp.Reply {
 	}
 	return resp.Err(WrongArity("ping"))
 }
+
+func cmdUnwatch(*Ctx, [][]byte) resp.Reply { return resp.OK }

@@ -41,7 +41,7 @@ func (r *runState) begin(e *Engine, sha string, c Caller, cost int64) {
 	r.used = cost
 	r.limit = e.opt.Budget
 	r.fatal = nil
-	r.cdepth = 0
+	r.cdepth = 1 // the script itself, as Lua 5.1 counts C calls
 	r.nextID = 0
 	if len(r.ids) > 0 {
 		clear(r.ids)

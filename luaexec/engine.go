@@ -301,7 +301,7 @@ func (e *Engine) newState() {
 		CallStackSize:       callStackSize,
 		RegistrySize:        1024 * 16,
 		RegistryMaxSize:     1024 * 1024,
-		MinimizeStackMemory: true,
+		MinimizeStackMemory: false,
 	})
 	e.gen++
 	e.sb = newSandbox(e)

@@ -2,10 +2,8 @@ package luaexec
 
 import (
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/deadbolt/deadbolt/resp"
 	lua "github.com/yuin/gopher-lua"
@@ -70,43 +68,9 @@ func rawError(L *lua.LState, msg string) {
 	L.Error(lua.LString(msg), 0)
 }
 
-// funcName returns the name Lua 5.1 gives the running Go function in
-// argument errors, and whether it was called as a method.
-func funcName(L *lua.LState) (string, bool) {
-	dbg, ok := L.GetStack(0)
-	if !ok {
-		return "?", false
-	}
-	fv, err := L.GetInfo("nf", dbg, lua.LNil)
-	if err != nil {
-		return "?", false
-	}
-	name := dbg.Name
-	if name == "(anonymous)" {
-		if fn, ok := fv.(*lua.LFunction); ok && fn.IsG {
-			if n, ok := libNames.Load(reflect.ValueOf(fn.GFunction).Pointer()); ok {
-				return n.(string), true
-			}
-		}
-		return "?", true
-	}
-	if name == "" || name == "main chunk" || strings.HasPrefix(name, "<") {
-		return "?", false
-	}
-	return name, false
-}
-
-// libNames maps the code of library functions to their names, for
-// argument errors in method calls (s:rep()).
-var libNames sync.Map
-
-func registerName(name string, fn lua.LGFunction) {
-	libNames.Store(reflect.ValueOf(fn).Pointer(), name)
-}
-
 // argError is luaL_argerror.
 func argError(L *lua.LState, n int, extra string) {
-	name, method := funcName(L)
+	name, method := callSiteName(L)
 	if method {
 		n--
 		if n == 0 {
@@ -208,6 +172,9 @@ func (sb *sandbox) errHandlerFn(L *lua.LState) int {
 		return 1
 	}
 	if !isTable {
+		if s, ok := errv.(lua.LString); ok {
+			errv = lua.LString(translateVMError(L, 1, string(s)))
+		}
 		tbl = L.NewTable()
 		tbl.RawSetString("err", lua.LString("ERR "+sb.e.tostring(L, errv)))
 	}

@@ -1,6 +1,8 @@
 package luaexec
 
 import (
+	"strconv"
+
 	"github.com/yuin/gopher-lua/ast"
 )
 
@@ -278,6 +280,9 @@ func (in *instrumenter) stmt(s ast.Stmt) ast.Stmt {
 	case *ast.AssignStmt:
 		in.exprs(x.Lhs)
 		in.exprs(x.Rhs)
+		if len(x.Lhs) > 1 && in.assignsLocal(x.Lhs) {
+			return multiAssign(x)
+		}
 	case *ast.LocalAssignStmt:
 		in.exprs(x.Exprs)
 	case *ast.FuncCallStmt:
@@ -315,6 +320,86 @@ func (in *instrumenter) stmt(s ast.Stmt) ast.Stmt {
 		in.exprs(x.Exprs)
 	}
 	return s
+}
+
+// assignsLocal reports whether a target is a local or an upvalue.
+func (in *instrumenter) assignsLocal(targets []ast.Expr) bool {
+	for _, t := range targets {
+		if id, ok := t.(*ast.IdentExpr); ok && in.p.names[id] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// multiAssign rewrites a multiple assignment so that every value is
+// computed before anything is stored (gopher-lua may store into a local
+// target before reading it as a source, breaking "a, b = b, a"):
+//
+//	do
+//	  local o1, k1 = <table and key of each indexed target>
+//	  local v1, v2 = <values>
+//	  <targets using o1[k1]> = v1, v2
+//	end
+func multiAssign(x *ast.AssignStmt) ast.Stmt {
+	line := x.Line()
+	ident := func(name string) *ast.IdentExpr {
+		id := &ast.IdentExpr{Value: name}
+		id.SetLine(line)
+		id.SetLastLine(line)
+		return id
+	}
+	local := func(names []string, exprs []ast.Expr) ast.Stmt {
+		s := &ast.LocalAssignStmt{Names: names, Exprs: exprs}
+		s.SetLine(line)
+		s.SetLastLine(line)
+		return s
+	}
+	var preNames []string
+	var preExprs []ast.Expr
+	targets := make([]ast.Expr, len(x.Lhs))
+	for i, l := range x.Lhs {
+		a, ok := l.(*ast.AttrGetExpr)
+		if !ok {
+			targets[i] = l
+			continue
+		}
+		o := "\x00o" + strconv.Itoa(i)
+		preNames = append(preNames, o)
+		preExprs = append(preExprs, a.Object)
+		key := a.Key
+		switch key.(type) {
+		case *ast.StringExpr, *ast.NumberExpr:
+		default:
+			k := "\x00k" + strconv.Itoa(i)
+			preNames = append(preNames, k)
+			preExprs = append(preExprs, key)
+			key = ident(k)
+		}
+		t := &ast.AttrGetExpr{Object: ident(o), Key: key}
+		t.SetLine(a.Line())
+		t.SetLastLine(a.LastLine())
+		targets[i] = t
+	}
+	var body []ast.Stmt
+	if len(preNames) > 0 {
+		body = append(body, local(preNames, preExprs))
+	}
+	vals := make([]string, len(x.Lhs))
+	refs := make([]ast.Expr, len(x.Lhs))
+	for i := range vals {
+		vals[i] = "\x00v" + strconv.Itoa(i)
+		refs[i] = ident(vals[i])
+	}
+	body = append(body, local(vals, x.Rhs))
+	assign := &ast.AssignStmt{Lhs: targets, Rhs: refs}
+	assign.SetLine(line)
+	assign.SetLastLine(x.LastLine())
+	body = append(body, assign)
+	d := &ast.DoBlockStmt{Stmts: body}
+	d.SetLine(line)
+	d.SetLastLine(x.LastLine())
+	return d
 }
 
 func (in *instrumenter) forBound(e ast.Expr, which int, line int) ast.Expr {

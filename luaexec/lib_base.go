@@ -14,7 +14,6 @@ import (
 func (sb *sandbox) openBase(L *lua.LState, g *lua.LTable) {
 	e := sb.e
 	sb.nextFn = L.NewFunction(sb.baseNext)
-	registerName("next", sb.baseNext)
 	sb.ipairsAux = L.NewFunction(sb.ipairsAuxFn)
 	g.RawSetString("next", sb.nextFn)
 	register(L, g, map[string]lua.LGFunction{
@@ -207,10 +206,10 @@ func (sb *sandbox) baseRawset(L *lua.LState) int {
 func rawSet(L *lua.LState, t *lua.LTable, k, v lua.LValue) {
 	switch x := k.(type) {
 	case *lua.LNilType:
-		runError(L, "table index is nil")
+		rawError(L, "table index is nil")
 	case lua.LNumber:
 		if math.IsNaN(float64(x)) {
-			runError(L, "table index is NaN")
+			rawError(L, "table index is NaN")
 		}
 	}
 	t.RawSet(k, v)
@@ -367,7 +366,7 @@ func (e *Engine) basePcall(L *lua.LState) int {
 		return 2
 	}
 	e.run.cdepth++
-	err := L.PCall(L.GetTop()-1, lua.MultRet, nil)
+	err := L.PCall(L.GetTop()-1, lua.MultRet, e.sb.translator)
 	e.run.cdepth--
 	if err != nil {
 		e.checkFatal(L)
@@ -404,15 +403,20 @@ func (e *Engine) baseXpcall(L *lua.LState) int {
 	handler := L.Get(2)
 	f := L.Get(1)
 	L.SetTop(0)
-	var hfn *lua.LFunction
-	if h, ok := handler.(*lua.LFunction); ok {
-		hfn = h
-	} else {
-		hfn = L.NewFunction(func(L *lua.LState) int {
-			L.Push(lua.LString("error in error handling"))
+	hfn := L.NewFunction(func(L *lua.LState) int {
+		v := L.Get(1)
+		if v == e.sb.fatalValue {
+			L.Push(v)
 			return 1
-		})
-	}
+		}
+		if s, ok := v.(lua.LString); ok {
+			v = lua.LString(translateVMError(L, 1, string(s)))
+		}
+		L.Push(handler)
+		L.Push(v)
+		L.Call(1, 1)
+		return 1
+	})
 	if e.run.cdepth+1 >= maxCCalls {
 		L.Push(lua.LFalse)
 		L.Push(lua.LString("C stack overflow"))

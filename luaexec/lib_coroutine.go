@@ -8,7 +8,7 @@ import (
 // charged heavily (each one is a whole Lua thread), and errors that must
 // stop the script (work budget) pass through resume.
 
-const costCoroutine = 2000
+const costCoroutine = 5000
 
 func (sb *sandbox) openCoroutine(L *lua.LState) *lua.LTable {
 	e := sb.e
@@ -36,6 +36,7 @@ func (e *Engine) newCoroutine(L *lua.LState) *lua.LState {
 	saved := L.Options
 	L.Options.RegistrySize = 256
 	L.Options.RegistryMaxSize = 1024 * 64
+	L.Options.MinimizeStackMemory = true
 	th, _ := L.NewThread()
 	L.Options = saved
 	th.Env = e.sb.env

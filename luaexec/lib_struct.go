@@ -120,6 +120,7 @@ func (f *structFormat) control(opt byte, h *structHeader) {
 
 func structPack(L *lua.LState) int {
 	f := &structFormat{L: L, fmt: cstr(checkString(L, 1))}
+	L.Push(lua.LNil) // lstruct pushes a mark after the arguments
 	h := structHeader{endian: structLittle, align: 1}
 	arg := 2
 	var b []byte

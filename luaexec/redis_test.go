@@ -159,3 +159,5 @@ func (f forwardCaller) Call(args [][]byte) resp.Reply {
 }
 
 func replyString(r resp.Reply) string { return string(r.Append(nil)) }
+
+func bulkString(s string) resp.Reply { return resp.BulkString(s) }

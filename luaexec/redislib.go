@@ -20,7 +20,7 @@ type CommandChecker interface {
 
 const (
 	redisVersion    = "7.0.15"
-	redisVersionNum = 0x00070f
+	redisVersionNum = 0x07000f
 )
 
 func (sb *sandbox) openRedis(L *lua.LState) *lua.LTable {

@@ -34,6 +34,7 @@ type sandbox struct {
 	stringMeta   *lua.LTable // what getmetatable("") returns
 	roNewIndex   *lua.LFunction
 	errHandler   *lua.LFunction
+	translator   *lua.LFunction // pcall's error function: Lua 5.1 messages
 	fatalValue   *lua.LUserData
 	nextFn       *lua.LFunction
 	ipairsAux    *lua.LFunction
@@ -62,6 +63,14 @@ func newSandbox(e *Engine) *sandbox {
 		return 0
 	})
 	sb.errHandler = L.NewFunction(sb.errHandlerFn)
+	sb.translator = L.NewFunction(func(L *lua.LState) int {
+		v := L.Get(1)
+		if s, ok := v.(lua.LString); ok {
+			v = lua.LString(translateVMError(L, 1, string(s)))
+		}
+		L.Push(v)
+		return 1
+	})
 
 	// globals, with the metatable Redis sets: reading a missing global fails
 	g := L.NewTable()
@@ -207,11 +216,9 @@ func stringArray(L *lua.LState, items [][]byte) *lua.LTable {
 	return t
 }
 
-// register adds Go functions to a library table and records their names
-// for argument errors.
+// register adds Go functions to a library table.
 func register(L *lua.LState, t *lua.LTable, funcs map[string]lua.LGFunction) {
 	for name, fn := range funcs {
-		registerName(name, fn)
 		t.RawSetString(name, L.NewFunction(fn))
 	}
 }

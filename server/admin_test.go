@@ -95,10 +95,21 @@ func TestClientListAndInfo(t *testing.T) {
 	sub.must(arr(bulk("subscribe"), bulk("c"), integer(1)), "subscribe", "c")
 	sub.must(arr(bulk("psubscribe"), bulk("p*"), integer(2)), "psubscribe", "p*")
 
+	idle := dial(t, s.addr) // has sent nothing yet
+	waitFor(t, "the idle client", func() bool { return len(s.clients()) == 4 })
 	all := clientLines(t, me)
-	if len(all) != 3 {
+	if len(all) != 4 {
 		t.Fatalf("CLIENT LIST has %d clients", len(all))
 	}
+	for id, f := range all {
+		if id != meID && id != otherID && id != subID {
+			if f["flags"] != "N" || f["multi"] != "-1" || f["cmd"] != "NULL" || f["db"] != "0" {
+				t.Errorf("a new client: %v", f)
+			}
+		}
+	}
+	idle.nc.Close()
+	waitFor(t, "the idle client to go", func() bool { return len(s.clients()) == 3 })
 	m := all[meID]
 	for k, want := range map[string]string{"name": "me", "flags": "N", "db": "0", "multi": "-1", "cmd": "client|list",
 		"lib-name": "mylib", "lib-ver": "1.2.3", "user": "default", "resp": "2", "redir": "-1", "idle": "0", "laddr": s.addr} {

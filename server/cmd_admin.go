@@ -483,6 +483,9 @@ func (s *Server) clientLine(o, self *conn, args [][]byte) string {
 	v := o.adm.view
 	o.mu.Unlock()
 	qbuf, argvMem := 0, 0
+	if v.cmd == "" { // no command finished yet
+		v = connView{multi: -1, cmd: "NULL"}
+	}
 	if o == self {
 		v = o.liveView()
 		idle = 0
@@ -490,9 +493,6 @@ func (s *Server) clientLine(o, self *conn, args [][]byte) string {
 		for _, a := range args {
 			argvMem += len(a)
 		}
-	}
-	if v.cmd == "" {
-		v.cmd = "NULL"
 	}
 	var flags []byte
 	if sub+psub+ssub > 0 {

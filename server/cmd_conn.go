@@ -23,7 +23,7 @@ func init() {
 		connSpec{name: "exec", arity: 1, flags: multiCtl, fn: cmdExec},
 		connSpec{name: "discard", arity: 1, flags: multiCtl, fn: cmdDiscard},
 		connSpec{name: "watch", arity: -2, flags: multiCtl, fn: cmdWatch},
-		connSpec{name: "unwatch", arity: 1, flags: multiCtl, fn: cmdUnwatch},
+		connSpec{name: "unwatch", arity: 1, fn: cmdUnwatch}, // queued inside MULTI
 	)
 }
 

@@ -102,28 +102,22 @@ func (c *conn) dispatch(args [][]byte) {
 		arity = cs.arity
 	}
 	if !arityOK(arity, len(args)) {
-		c.adm.rejected = true
-		c.failQueue()
-		c.reply(resp.Err(fsm.WrongArity(name)))
+		c.reject(name, fsm.WrongArity(name))
 		return
 	}
 	if !c.authed && (!isConn || cs.flags&noAuth == 0) {
-		c.adm.rejected = true
-		c.reply(resp.Err(msgNoAuth))
+		c.reject(name, msgNoAuth)
 		return
 	}
 	if c.subscribed() && (!isConn || cs.flags&inSubMode == 0) {
-		c.adm.rejected = true
-		c.reply(resp.Err("ERR Can't execute '" + c.lastCmd + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
+		c.reject(name, "ERR Can't execute '"+c.lastCmd+"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return
 	}
 	if c.multi != nil && (spec != nil || cs.flags&multiCtl == 0) {
 		if spec == nil {
 			// A connection command inside MULTI that the state machine
 			// cannot run as part of the transaction.
-			c.adm.rejected = true
-			c.failQueue()
-			c.reply(resp.Err("ERR '" + name + "' is not supported inside MULTI"))
+			c.reject(name, "ERR '"+name+"' is not supported inside MULTI")
 			return
 		}
 		c.multi.queued = append(c.multi.queued, copyArgs(args))
@@ -135,6 +129,21 @@ func (c *conn) dispatch(args [][]byte) {
 		return
 	}
 	c.runKeyspace(spec, args)
+}
+
+// reject answers a command refused before it ran. Inside MULTI it makes
+// EXEC fail; a refused EXEC itself answers EXECABORT and discards any
+// transaction and WATCH, as Redis's execCommandAbort does.
+func (c *conn) reject(name, msg string) {
+	c.adm.rejected = true
+	if name == "exec" {
+		c.multi = nil
+		c.watches = nil
+		c.reply(resp.Err("EXECABORT Transaction discarded because of: " + strings.TrimPrefix(msg, "ERR ")))
+		return
+	}
+	c.failQueue()
+	c.reply(resp.Err(msg))
 }
 
 func (c *conn) failQueue() {

@@ -69,6 +69,14 @@ func TestMultiErrors(t *testing.T) {
 	c.must(okReply, "multi")
 	c.mustErr("ERR WATCH inside MULTI is not allowed", "watch", "x")
 	c.must(okReply, "discard")
+
+	// EXEC refused inside MULTI discards the transaction.
+	c.must(okReply, "multi")
+	c.must(status("QUEUED"), "set", "g", "1")
+	c.mustErr("EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command", "exec", "extra")
+	c.mustErr("ERR EXEC without MULTI", "exec")
+	c.must(nilReply, "get", "g")
+	c.mustErr("EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command", "exec", "extra")
 }
 
 func TestWatch(t *testing.T) {

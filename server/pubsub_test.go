@@ -121,11 +121,14 @@ func TestSlowSubscriber(t *testing.T) {
 	pub := dial(t, s.addr)
 	msg := strings.Repeat("x", 64<<10)
 	frame := arr(bulk("message"), bulk("ch"), bulk(msg))
-	// 400 × 64 KiB = 25 MiB: more than any socket buffers hold, so the
-	// slow subscriber's backlog must pass the limit. The other subscriber
+	// Up to 2000 × 64 KiB = 125 MiB: more than socket buffers hold, so
+	// the slow subscriber's backlog passes the limit. The other subscriber
 	// reads each message before the next is published.
-	dropped := false
-	for i := range 400 {
+	dropped, after := false, 0
+	for i := 0; i < 2000 && after < 10; i++ {
+		if dropped {
+			after++
+		}
 		raw := pub.doRaw("publish", "ch", msg)
 		r, _, _ := resp.Parse([]byte(raw))
 		switch {

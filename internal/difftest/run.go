@@ -2,6 +2,7 @@ package difftest
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -89,10 +90,13 @@ func (r *runner) do(s Step) bool {
 	var errs [2]error
 	for i, sd := range r.sides {
 		vals[i], errs[i] = sd.roundTrip(s)
-		if errs[i] != nil {
-			sd.failures++
-		} else {
+		switch {
+		case errs[i] == nil:
 			sd.failures = 0
+		case s.Kind == Send:
+			// A message that never arrives (Recv) is a finding; a
+			// command without a reply may mean a hung server.
+			sd.failures++
 		}
 	}
 	switch {
@@ -133,7 +137,16 @@ func (sd *side) roundTrip(s Step) (Value, error) {
 	_ = c.c.SetReadDeadline(time.Now().Add(timeout))
 	v, err := readValue(c.rd)
 	if err != nil {
-		sd.drop(s.Opts.Conn)
+		// A pushed message that does not come leaves the connection as
+		// it was (subscribed); anything else leaves it out of step.
+		var ne net.Error
+		timedOut := errors.As(err, &ne) && ne.Timeout()
+		if !timedOut || s.Kind != Recv {
+			sd.drop(s.Opts.Conn)
+		}
+		if timedOut {
+			return Value{}, fmt.Errorf("no reply within %v", timeout)
+		}
 		return Value{}, fmt.Errorf("read: %w", err)
 	}
 	return v, nil
