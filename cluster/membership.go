@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -356,4 +357,65 @@ func (n *Node) KeyspaceStats(db int) (keys, expires int) {
 	n.fsm.mu.Lock()
 	defer n.fsm.mu.Unlock()
 	return n.state.Stats(db)
+}
+
+// Term is the Raft term this node is in. It grows with every election, so
+// it serves as the configuration epoch that Sentinel and Cluster clients
+// see.
+func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
+
+// leaderPoll is how often OnLeaderChange looks for a change that Raft did
+// not announce: a leader whose client address becomes known later.
+const leaderPoll = 50 * time.Millisecond
+
+// OnLeaderChange calls fn, on a goroutine of its own, with the leader this
+// node knows of and its client address: once for the leader known when it
+// is called (as soon as there is one), then each time a different leader
+// or address becomes known. A period without a leader (an election) is
+// not reported. Calls do not overlap; none starts after stop returns or
+// once the node is closing. stop waits for a call in progress, so it must
+// not be called from fn.
+func (n *Node) OnLeaderChange(fn func(id, respAddr string)) (stop func()) {
+	wake := make(chan raft.Observation, 1)
+	obs := raft.NewObserver(wake, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	n.raft.RegisterObserver(obs)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(leaderPoll)
+		defer t.Stop()
+		var lastID, lastAddr string
+		for {
+			select {
+			case <-quit:
+				return
+			case <-n.stop:
+				return
+			default:
+			}
+			if id, addr, ok := n.Leader(); ok && addr != "" && (id != lastID || addr != lastAddr) {
+				lastID, lastAddr = id, addr
+				fn(id, addr)
+			}
+			select {
+			case <-quit:
+				return
+			case <-n.stop:
+				return
+			case <-wake:
+			case <-t.C:
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			n.raft.DeregisterObserver(obs)
+			close(quit)
+			<-done
+		})
+	}
 }

@@ -51,6 +51,9 @@ type scriptEngine interface {
 	Run(sha string, body []byte, keys, argv [][]byte, call func(args [][]byte) resp.Reply) resp.Reply
 	Forget()
 	Close()
+	// ReadOnly reads a script's shebang: whether it declared no-writes,
+	// or the error for a malformed shebang.
+	ReadOnly(body []byte) (readOnly bool, errMsg string)
 }
 
 // newScriptEngine is set by script_engine.go.
@@ -168,7 +171,7 @@ type Ctx struct {
 	dbIndex  int
 	now      int64
 	readOnly bool       // served outside the log: must not change anything
-	script   *scriptRun // non-nil while a script runs (script_engine.go)
+	script   *scriptRun // non-nil while a script runs (cmd_script.go)
 	effects  []Publish
 }
 

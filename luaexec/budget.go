@@ -77,13 +77,19 @@ func (e *Engine) charge(L *lua.LState, n int64) {
 // chargeBytes charges for a string of n bytes about to be built and enforces
 // the string size limit.
 func (e *Engine) chargeBytes(L *lua.LState, n int) {
-	if n > e.opt.MaxStringBytes {
+	e.growBytes(L, 0, n)
+}
+
+// growBytes charges for adding n bytes to a string being built that has
+// already have bytes, and enforces the string size limit on the total.
+func (e *Engine) growBytes(L *lua.LState, have, n int) {
+	if have+n > e.opt.MaxStringBytes || have+n < 0 {
 		if e.run.fatal == nil {
 			e.run.fatal = &fatalError{fmt.Sprintf("ERR script exceeded the maximum string size (%d bytes)", e.opt.MaxStringBytes)}
 		}
 		e.raiseFatal(L)
 	}
-	e.charge(L, int64(n))
+	e.charge(L, int64(n/bytesPerUnit))
 }
 
 // raiseFatal raises the current fatal error.

@@ -42,19 +42,22 @@ const (
 	hidArgPlus = hidArith + "+"
 )
 
-// Static costs.
+// Costs. A unit is roughly one VM instruction (a few nanoseconds); things
+// that allocate cost more, so that the default budget also bounds the
+// memory a script can hold (a few hundred MB at worst).
 const (
-	costLoopBase    = 4
-	costFuncBase    = 4
-	costStmt        = 1
-	costCall        = 2
-	costIndexStore  = 3
-	costTable       = 12
-	costTableField  = 2
-	costClosure     = 10
-	costConcat      = 2
-	costRedisCall   = 50
-	costCompileByte = 1
+	costLoopBase    = 4   // each loop iteration
+	costFuncBase    = 8   // each function call
+	costStmt        = 2   // each statement of a body
+	costCall        = 4   // each call expression
+	costIndexStore  = 8   // each store into a table field
+	costTable       = 40  // each table constructor
+	costTableField  = 4   // each field in a constructor
+	costClosure     = 40  // each function created
+	costConcat      = 4   // each concatenation (plus its bytes)
+	costRedisCall   = 100 // each redis.call/pcall (plus its bytes)
+	costCompileByte = 1   // each byte compiled by loadstring
+	bytesPerUnit    = 4   // strings built: one unit per this many bytes
 )
 
 type instrumenter struct {

@@ -26,7 +26,7 @@ func (e *Engine) strFormat(L *lua.LState) int {
 	f := checkString(L, arg)
 	var b []byte
 	add := func(s string) {
-		e.chargeBytes(L, len(b)+len(s))
+		e.growBytes(L, len(b), len(s))
 		b = append(b, s...)
 	}
 	for i := 0; i < len(f); {

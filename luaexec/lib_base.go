@@ -470,7 +470,7 @@ func (e *Engine) baseLoad(L *lua.LState) int {
 		if len(s) == 0 {
 			break
 		}
-		e.chargeBytes(L, sb.Len()+len(s))
+		e.growBytes(L, sb.Len(), len(s))
 		sb.WriteString(string(s))
 	}
 	return e.loadChunk(L, sb.String(), name)

@@ -194,7 +194,7 @@ type jsonEncoder struct {
 }
 
 func (enc *jsonEncoder) grow(n int) {
-	enc.e.chargeBytes(enc.L, len(enc.buf)+n)
+	enc.e.growBytes(enc.L, len(enc.buf), n)
 }
 
 func (enc *jsonEncoder) fail(v lua.LValue, reason string) {

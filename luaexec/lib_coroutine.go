@@ -8,7 +8,7 @@ import (
 // charged heavily (each one is a whole Lua thread), and errors that must
 // stop the script (work budget) pass through resume.
 
-const costCoroutine = 5000
+const costCoroutine = 20000
 
 func (sb *sandbox) openCoroutine(L *lua.LState) *lua.LTable {
 	e := sb.e

@@ -276,7 +276,7 @@ func (e *Engine) strGsub(L *lua.LState) int {
 	ms := &matchState{e: e, L: L, src: src, pat: p}
 	var b []byte
 	add := func(piece string) {
-		e.chargeBytes(L, len(b)+len(piece))
+		e.growBytes(L, len(b), len(piece))
 		b = append(b, piece...)
 	}
 	n := 0

@@ -53,7 +53,7 @@ func (sb *sandbox) tabConcat(L *lua.LState) int {
 		if i != last {
 			n += len(sep)
 		}
-		e.chargeBytes(L, b.Len()+n)
+		e.growBytes(L, b.Len(), n)
 		b.WriteString(s)
 		if i != last {
 			b.WriteString(sep)

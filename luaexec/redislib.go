@@ -111,10 +111,10 @@ func (e *Engine) redisGenericCall(L *lua.LState, raise bool) int {
 	for _, a := range args {
 		n += len(a)
 	}
-	e.charge(L, costRedisCall+int64(n/16))
+	e.charge(L, costRedisCall+int64(n/bytesPerUnit))
 	r := e.run.caller.Call(args)
 	v, size := e.replyToLua(L, r)
-	e.charge(L, int64(size/16))
+	e.charge(L, int64(size/bytesPerUnit))
 	if raise && r.Type == resp.Error {
 		L.Error(v, 0)
 	}

@@ -3,7 +3,9 @@ package luaexec
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/deadbolt/deadbolt/resp"
 )
@@ -31,7 +33,17 @@ func TestSmoke(t *testing.T) {
 		if src == "" {
 			return
 		}
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		start := time.Now()
 		r := e.Run("", []byte(src), [][]byte{[]byte("k1")}, [][]byte{[]byte("a1")}, echoCaller{})
-		fmt.Printf("%q\n", fmtReply(r))
+		el := time.Since(start)
+		runtime.ReadMemStats(&m1)
+		s := fmtReply(r)
+		if len(s) > 300 {
+			s = s[:300]
+		}
+		fmt.Printf("%q  [%v, total alloc %d MB, sys %d MB, used %d]\n", s, el, (m1.TotalAlloc-m0.TotalAlloc)>>20, m1.Sys>>20, e.run.used)
 	}
 }

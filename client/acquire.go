@@ -1,0 +1,151 @@
+package client
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+)
+
+// acquirer describes how to take one object, for the shared wait loop.
+type acquirer struct {
+	// attempt makes one try. ttl is when to look again without a message
+	// (the holder's remaining lease); negative when unknown.
+	attempt func(ctx context.Context) (ok bool, ttl time.Duration, err error)
+	// check, when set, tells after an attempt with an unknown outcome
+	// whether that attempt took the object.
+	check func(ctx context.Context) (bool, error)
+	// giveUp, when set, runs when the caller stops waiting (fair lock:
+	// leave the queue). It gets a fresh context.
+	giveUp func(ctx context.Context)
+	// channel and policy: where wake-ups come from. Empty channel: spin
+	// (exponential back-off, no pub/sub).
+	channel string
+	policy  wakePolicy
+}
+
+// acquire runs Redisson's tryLock loop. wait < 0 waits until ctx is done;
+// wait == 0 makes one attempt. It returns false, nil when wait ran out.
+func (c *Client) acquire(ctx context.Context, wait time.Duration, a *acquirer) (ok bool, err error) {
+	if c.closed() {
+		return false, ErrClosed
+	}
+	var deadline time.Time
+	if wait > 0 {
+		deadline = time.Now().Add(wait)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	timedOut := func(err error) bool {
+		return wait > 0 && err == context.DeadlineExceeded && !time.Now().Before(deadline)
+	}
+	defer func() {
+		if !ok && a.giveUp != nil {
+			gctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			a.giveUp(gctx)
+			cancel()
+		}
+		if timedOut(err) {
+			ok, err = false, nil
+		}
+	}()
+
+	ok, ttl, err := c.try(ctx, wait != 0, a)
+	if err != nil || ok || wait == 0 {
+		return ok, err
+	}
+
+	var sub *subscription
+	if a.channel != "" {
+		sub, err = c.sub.subscribe(ctx, a.channel, a.policy)
+		if err != nil {
+			return false, err
+		}
+		defer sub.close()
+	}
+	spin := time.Millisecond
+	for {
+		ok, ttl, err = c.try(ctx, true, a)
+		if err != nil || ok {
+			return ok, err
+		}
+		var d time.Duration // 0: no timer
+		if ttl >= 0 {
+			d = max(ttl, time.Millisecond)
+		} else {
+			d = c.cfg.fallback
+		}
+		if sub == nil {
+			// Spin: exponential back-off with jitter, 1 ms to 128 ms.
+			d = min(d, spin/2+rand.N(spin/2+1))
+			spin = min(2*spin, 128*time.Millisecond)
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return false, ctx.Err()
+			case <-c.done:
+				t.Stop()
+				return false, ErrClosed
+			}
+			continue
+		}
+		if err := sub.wait(ctx, d); err != nil {
+			return false, err
+		}
+	}
+}
+
+// try makes one attempt. With retry set it rides out transient errors (no
+// leader for a moment, a connection reset) with back-off until ctx ends;
+// after an attempt whose outcome is unknown it asks check whether the
+// object was taken before trying again.
+func (c *Client) try(ctx context.Context, retry bool, a *acquirer) (bool, time.Duration, error) {
+	backoff := 20 * time.Millisecond
+	for {
+		ok, ttl, err := a.attempt(ctx)
+		if err == nil {
+			return ok, ttl, nil
+		}
+		if unknownOutcome(err) && a.check != nil {
+			if held, cerr := a.check(ctx); cerr == nil && held {
+				return true, 0, nil
+			}
+		}
+		if !retry || !transient(err) {
+			return false, 0, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false, 0, ctx.Err()
+		case <-c.done:
+			t.Stop()
+			return false, 0, ErrClosed
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// retryIdempotent runs op until it succeeds, fails for good, or ctx ends;
+// op must be safe to repeat (a renewal, an unlock carrying its latch).
+func (c *Client) retryIdempotent(ctx context.Context, op func(ctx context.Context) error) error {
+	backoff := 20 * time.Millisecond
+	for {
+		err := op(ctx)
+		if err == nil || !transient(err) {
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
