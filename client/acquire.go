@@ -69,11 +69,11 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, a *acquirer) (
 		if err != nil || ok {
 			return ok, err
 		}
-		var d time.Duration // 0: no timer
+		// Sleep until a message, the holder's TTL, or the fallback
+		// interval, which bounds what a lost message can cost.
+		d := c.cfg.fallback
 		if ttl >= 0 {
-			d = max(ttl, time.Millisecond)
-		} else {
-			d = c.cfg.fallback
+			d = min(max(ttl, time.Millisecond), d)
 		}
 		if sub == nil {
 			// Spin: exponential back-off with jitter, 1 ms to 128 ms.

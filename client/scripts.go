@@ -243,17 +243,26 @@ return 0
 `)
 
 // scriptFairCancel takes a waiter that gives up out of the queue; when it
-// was first, the deadlines behind it move up by one wait timeout.
-// KEYS: queue, timeouts. ARGV: owner, wait timeout ms. Reply: nil.
+// was first, the deadlines behind it move up by one wait timeout, and when
+// the lock is free the new head is woken, as it would have been by an
+// unlock.
+// KEYS: name, queue, timeouts, channel. ARGV: owner, wait timeout ms,
+// message, publish command. Reply: nil.
 var scriptFairCancel = redis.NewScript(`
-if redis.call('lindex', KEYS[1], 0) == ARGV[1] then
-  local waiting = redis.call('zrange', KEYS[2], 0, -1)
+if redis.call('lindex', KEYS[2], 0) == ARGV[1] then
+  local waiting = redis.call('zrange', KEYS[3], 0, -1)
   for i = 1, #waiting do
-    redis.call('zincrby', KEYS[2], -tonumber(ARGV[2]), waiting[i])
+    redis.call('zincrby', KEYS[3], -tonumber(ARGV[2]), waiting[i])
   end
 end
-redis.call('zrem', KEYS[2], ARGV[1])
-redis.call('lrem', KEYS[1], 0, ARGV[1])
+redis.call('zrem', KEYS[3], ARGV[1])
+redis.call('lrem', KEYS[2], 0, ARGV[1])
+if redis.call('exists', KEYS[1]) == 0 then
+  local head = redis.call('lindex', KEYS[2], 0)
+  if head ~= false then
+    redis.call(ARGV[4], KEYS[4] .. ':' .. head, ARGV[3])
+  end
+end
 return nil
 `)
 

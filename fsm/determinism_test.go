@@ -121,7 +121,7 @@ func TestDeterminism(t *testing.T) {
 				ra := a.Apply(times[i], cmds[i])
 				rb := b.Apply(times[i], cmds[i])
 				if !ra.Reply.Equal(rb.Reply) || fmt.Sprint(ra.Effects) != fmt.Sprint(rb.Effects) || ra.DB != rb.DB {
-					t.Fatalf("command %d %q: replies differ:\n%+v\n%+v", i, cmds[i].Args, ra, rb)
+					t.Fatalf("command %d %q: replies differ:\n%q %+v\n%q %+v", i, cmds[i].Args, ra.Reply.Append(nil), ra, rb.Reply.Append(nil), rb)
 				}
 			}
 			if sa, sb := snapshotBytes(t, a), snapshotBytes(t, b); !bytes.Equal(sa, sb) {

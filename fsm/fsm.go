@@ -54,6 +54,10 @@ type scriptEngine interface {
 	// ReadOnly reads a script's shebang: whether it declared no-writes,
 	// or the error for a malformed shebang.
 	ReadOnly(body []byte) (readOnly bool, errMsg string)
+	// State and SetState carry what outlives a script run (Redis never
+	// reseeds math.random between scripts): replicated, in snapshots.
+	State() []byte
+	SetState([]byte) error
 }
 
 // newScriptEngine is set by script_engine.go.

@@ -17,6 +17,8 @@ type luaEngine struct{ e *luaexec.Engine }
 func (l *luaEngine) Compile(sha string, body []byte) resp.Reply { return l.e.Compile(sha, body) }
 func (l *luaEngine) Forget()                                    { l.e.Forget() }
 func (l *luaEngine) Close()                                     { l.e.Close() }
+func (l *luaEngine) State() []byte                              { return l.e.State() }
+func (l *luaEngine) SetState(b []byte) error                    { return l.e.SetState(b) }
 
 func (l *luaEngine) Run(sha string, body []byte, keys, argv [][]byte, call func([][]byte) resp.Reply) resp.Reply {
 	return l.e.Run(sha, body, keys, argv, callerFunc(call))

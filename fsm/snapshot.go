@@ -19,6 +19,7 @@ import (
 //	tombstones: floor, count, then (db, key, version) oldest first
 //	scripts: count, then (sha, body) by sha
 //	cluster members: count, then (id, client address) by id
+//	script engine state (math.random generator, cjson settings), bytes
 //	per non-empty db: db+1 (uvarint), key count, then keys in byte order:
 //	  key, kind byte, deadline (varint), version (uvarint), payload
 //	0 (end)
@@ -174,6 +175,12 @@ func (f *FSM) Snapshot(w io.Writer) error {
 		e.str(f.nodes[id])
 	}
 
+	var engine []byte
+	if f.lua != nil {
+		engine = f.lua.State()
+	}
+	e.bytes(engine)
+
 	for i, ks := range f.dbs {
 		if len(ks.keys) == 0 {
 			continue
@@ -277,6 +284,8 @@ func (f *FSM) Restore(r io.Reader) error {
 		n.nodes[id] = string(d.bytes())
 	}
 
+	engine := d.bytes()
+
 	for d.err == nil {
 		db := d.uvarint()
 		if db == 0 || d.err != nil {
@@ -308,9 +317,13 @@ func (f *FSM) Restore(r io.Reader) error {
 	if d.err != nil {
 		return d.err
 	}
-	// Keep this node's compiled-script cache; it is derived state.
+	// Keep this node's script engine: its compiled functions are derived
+	// state (dropped), its generator state is restored.
 	n.lua = f.lua
 	if n.lua != nil {
+		if err := n.lua.SetState(engine); err != nil {
+			return fmt.Errorf("%w: %v", ErrSnapshotFormat, err)
+		}
 		n.lua.Forget()
 	}
 	*f = *n
