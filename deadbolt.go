@@ -30,6 +30,12 @@ type Config struct {
 	// Clock is where time comes from; nil means the wall clock. Tests use
 	// a *cluster.ManualClock (RunT does) to make TTLs run out at once.
 	Clock cluster.Clock
+	// MasterName is the name Sentinel clients ask for ("mymaster" if
+	// empty); SentinelAddr, if set, is a second listener (such as
+	// 127.0.0.1:26379) serving the same commands, for clients that expect
+	// Sentinels on a port of their own.
+	MasterName   string
+	SentinelAddr string
 
 	// Raft. With neither RaftAddr nor DataDir the node is a single
 	// in-memory node without a log.
@@ -56,6 +62,10 @@ type Node struct {
 	raft  *cluster.Node  // member of a Raft cluster
 	clock *cluster.ManualClock
 	done  chan error
+
+	disc     *server.Discovery
+	sentinel net.Listener // nil without Config.SentinelAddr
+	sentDone chan error
 }
 
 // Start starts a node and returns once it listens.
@@ -120,8 +130,37 @@ func Start(cfg Config) (*Node, error) {
 			}
 		}
 	}
+	n.disc = n.srv.StartDiscovery(server.DiscoveryConfig{MasterName: cfg.MasterName})
+	if cfg.SentinelAddr != "" {
+		ln, err := net.Listen("tcp", cfg.SentinelAddr)
+		if err != nil {
+			n.disc.Close()
+			n.srv.Close()
+			n.stopBackend()
+			return nil, err
+		}
+		n.sentinel, n.sentDone = ln, make(chan error, 1)
+		go func() { n.sentDone <- n.srv.ServeSentinel(ln) }()
+	}
 	go func() { n.done <- n.srv.Serve() }()
 	return n, nil
+}
+
+// stopDiscovery stops the leader watch and the Sentinel listener.
+func (n *Node) stopDiscovery() {
+	n.disc.Close()
+	if n.sentinel != nil {
+		n.sentinel.Close()
+		<-n.sentDone
+	}
+}
+
+// SentinelAddr is the address of the Sentinel listener, "" without one.
+func (n *Node) SentinelAddr() string {
+	if n.sentinel == nil {
+		return ""
+	}
+	return n.sentinel.Addr().String()
 }
 
 func (n *Node) stopBackend() error {
@@ -143,6 +182,7 @@ func (n *Node) Raft() *cluster.Node { return n.raft }
 // Close stops the node at once (a crash, for a cluster member: no
 // leadership hand-over).
 func (n *Node) Close() error {
+	n.stopDiscovery()
 	err := n.srv.Close()
 	err = errors.Join(err, <-n.done)
 	return errors.Join(err, n.stopBackend())
@@ -153,6 +193,7 @@ func (n *Node) Close() error {
 func (n *Node) Shutdown() error {
 	if n.raft != nil {
 		if err := n.raft.TransferIfLeader(); err != nil {
+			n.stopDiscovery()
 			n.srv.Close()
 			<-n.done
 			return errors.Join(err, n.raft.Close())

@@ -108,44 +108,70 @@ func (c *Client) try(ctx context.Context, retry bool, a *acquirer) (bool, time.D
 		if err == nil {
 			return ok, ttl, nil
 		}
-		if unknownOutcome(err) && a.check != nil {
-			if held, cerr := a.check(ctx); cerr == nil && held {
+		if unknownOutcome(err) {
+			// Trying again is safe only once we know the attempt did
+			// not take the object.
+			if a.check == nil {
+				return false, 0, err
+			}
+			held, cerr := a.check(ctx)
+			for cerr != nil && retry && transient(cerr) {
+				if !c.pause(ctx, &backoff) {
+					return false, 0, err
+				}
+				held, cerr = a.check(ctx)
+			}
+			if cerr != nil {
+				return false, 0, err
+			}
+			if held {
 				return true, 0, nil
 			}
 		}
 		if !retry || !transient(err) {
 			return false, 0, err
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !c.pause(ctx, &backoff) {
+			if c.closed() {
+				return false, 0, ErrClosed
+			}
 			return false, 0, ctx.Err()
-		case <-c.done:
-			t.Stop()
-			return false, 0, ErrClosed
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
-// retryIdempotent runs op until it succeeds, fails for good, or ctx ends;
-// op must be safe to repeat (a renewal, an unlock carrying its latch).
-func (c *Client) retryIdempotent(ctx context.Context, op func(ctx context.Context) error) error {
+// pause sleeps for *backoff and doubles it (up to a second). It reports
+// false when ctx ended or the client closed first.
+func (c *Client) pause(ctx context.Context, backoff *time.Duration) bool {
+	t := time.NewTimer(*backoff)
+	defer t.Stop()
+	*backoff = min(2**backoff, time.Second)
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-c.done:
+		return false
+	}
+}
+
+// retryIdempotent runs op until it succeeds, fails for good, ctx ends or
+// limit has passed; op must be safe to repeat within limit (an unlock is,
+// while its latch key lives).
+// With idempotent false, only errors that prove op was not applied are
+// retried.
+func (c *Client) retryIdempotent(ctx context.Context, limit time.Duration, idempotent bool, op func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	backoff := 20 * time.Millisecond
 	for {
 		err := op(ctx)
-		if err == nil || !transient(err) {
+		if err == nil || !transient(err) || (!idempotent && unknownOutcome(err)) {
 			return err
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !c.pause(ctx, &backoff) {
 			return err
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }

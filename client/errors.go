@@ -91,3 +91,5 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+func isNil(err error) bool { return errors.Is(err, redis.Nil) }

@@ -80,7 +80,7 @@ func (l *FairLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool
 	}
 	ok, err := l.c.acquire(ctx, wait, a)
 	if ok {
-		l.c.renew.acquired(l.key, lease, watchdog, l.renewField)
+		l.c.renew.acquired(l.key, lease, watchdog, l.renewLease)
 	}
 	return ok, err
 }
@@ -88,7 +88,7 @@ func (l *FairLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool
 // Unlock releases one hold; the last one wakes the next waiter in line.
 // See Lock.Unlock for the errors.
 func (l *FairLock) Unlock(ctx context.Context) error {
-	return l.unlock(ctx, func(ctx context.Context, latch string, lease time.Duration) *redis.Cmd {
+	return l.unlock(ctx, true, func(ctx context.Context, latch string, lease time.Duration) *redis.Cmd {
 		return l.c.run(ctx, scriptFairUnlock, []string{l.name, l.queue, l.timeouts, l.prefix, latch},
 			"0", ms(lease), l.field, nowMillis(), l.c.cfg.publish, ms(l.c.cfg.latchTTL))
 	})

@@ -81,7 +81,7 @@ func (l *FencedLock) TryLockAndGetToken(ctx context.Context, wait, lease time.Du
 	if !ok {
 		return 0, false, err
 	}
-	l.c.renew.acquired(l.key, lease, watchdog, l.renewField)
+	l.c.renew.acquired(l.key, lease, watchdog, l.renewLease)
 	return token, true, err
 }
 
@@ -108,7 +108,7 @@ func (l *FencedLock) Token(ctx context.Context) (int64, error) {
 
 // Unlock releases one hold, as Lock.Unlock.
 func (l *FencedLock) Unlock(ctx context.Context) error {
-	return l.unlock(ctx, func(ctx context.Context, latch string, lease time.Duration) *redis.Cmd {
+	return l.unlock(ctx, true, func(ctx context.Context, latch string, lease time.Duration) *redis.Cmd {
 		return l.c.run(ctx, scriptUnlock, []string{l.name, l.channel, latch},
 			"0", ms(lease), l.field, l.c.cfg.publish, ms(l.c.cfg.latchTTL))
 	})

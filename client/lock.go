@@ -58,7 +58,7 @@ func (l *Lock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, er
 // the lock for the owner but it has since expired or been taken away, and
 // ErrNotOwner when the owner does not hold it.
 func (l *Lock) Unlock(ctx context.Context) error {
-	return l.unlock(ctx, func(ctx context.Context, latch string, lease time.Duration) *redis.Cmd {
+	return l.unlock(ctx, true, func(ctx context.Context, latch string, lease time.Duration) *redis.Cmd {
 		return l.c.run(ctx, scriptUnlock, []string{l.name, l.channel, latch},
 			"0", ms(lease), l.field, l.c.cfg.publish, ms(l.c.cfg.latchTTL))
 	})
@@ -82,6 +82,9 @@ type lockBase struct {
 	field   string // this owner's field in the lock hash
 	channel string // where unlocks are published
 	key     string // this owner's holding in the client's record
+	// readPrefix is set for read locks, whose renewal also extends the
+	// timeout keys "<readPrefix>:<owner>:rwlock_timeout:<n>".
+	readPrefix string
 }
 
 func (c *Client) newLockBase(kind, name string, owner Owner, field, channel string) lockBase {
@@ -141,10 +144,25 @@ func (l *lockBase) RemainTTL(ctx context.Context) (time.Duration, error) {
 // it is not closed by a normal Unlock.
 func (l *lockBase) Lost() <-chan struct{} { return l.c.renew.lostChan(l.key) }
 
-// renewFunc returns the watchdog's renewal for a plain hash field.
-func (l *lockBase) renewField(ctx context.Context, lease time.Duration) (bool, error) {
+// renewLease sets the lease of a lock the owner holds to lease, and
+// reports whether the owner holds it: the watchdog's renewal.
+func (l *lockBase) renewLease(ctx context.Context, lease time.Duration) (bool, error) {
+	if l.readPrefix != "" {
+		n, err := l.c.run(ctx, scriptReadRenew, []string{l.name, l.readPrefix}, ms(lease), l.field).Int64()
+		return n == 1, err
+	}
 	n, err := l.c.run(ctx, scriptRenew, []string{l.name}, ms(lease), l.field).Int64()
 	return n == 1, err
+}
+
+// setLease gives a held lock a new lease (MultiLock and RedLock use it
+// once all their locks are taken).
+func (l *lockBase) setLease(ctx context.Context, lease time.Duration) (bool, error) {
+	ok, err := l.renewLease(ctx, lease)
+	if ok {
+		l.c.renew.setLease(l.key, lease)
+	}
+	return ok, err
 }
 
 // heldAfterUnknown is the check after an attempt with an unknown outcome:
@@ -174,7 +192,7 @@ func (l *lockBase) tryLock(ctx context.Context, wait, lease time.Duration, scrip
 	}
 	ok, err := l.c.acquire(ctx, wait, a)
 	if ok {
-		l.c.renew.acquired(l.key, lease, watchdog, l.renewField)
+		l.c.renew.acquired(l.key, lease, watchdog, l.renewLease)
 	}
 	return ok, err
 }
@@ -199,13 +217,18 @@ func pttlReply(cmd *redis.Cmd) (bool, time.Duration, error) {
 	return false, time.Duration(n) * time.Millisecond, nil
 }
 
-// unlock runs an unlock script with a fresh latch key, retrying it with
-// the same latch on transient errors, then deletes the latch.
-func (l *lockBase) unlock(ctx context.Context, run func(ctx context.Context, latch string, lease time.Duration) *redis.Cmd) error {
-	latch := prefixName("redisson_unlock_latch", l.name) + ":" + newUUID()
+// unlock runs an unlock script. With latched set the script gets a fresh
+// latch key, is retried with the same latch on transient errors, and the
+// latch is deleted after; without, only errors that prove the script did
+// not run are retried.
+func (l *lockBase) unlock(ctx context.Context, latched bool, run func(ctx context.Context, latch string, lease time.Duration) *redis.Cmd) error {
+	var latch string
+	if latched {
+		latch = prefixName("redisson_unlock_latch", l.name) + ":" + newUUID()
+	}
 	lease := l.c.renew.lease(l.key)
 	var v any
-	err := l.c.retryIdempotent(ctx, func(ctx context.Context) error {
+	err := l.c.retryIdempotent(ctx, l.c.cfg.latchTTL/2, latched, func(ctx context.Context) error {
 		var err error
 		v, err = run(ctx, latch, lease).Result()
 		return err
@@ -219,7 +242,9 @@ func (l *lockBase) unlock(ctx context.Context, run func(ctx context.Context, lat
 	if err != nil {
 		return err
 	}
-	l.c.rdb.Del(ctx, latch)
+	if latched {
+		l.c.rdb.Del(ctx, latch)
+	}
 	n, ok := v.(int64)
 	if !ok {
 		return fmt.Errorf("%w: unlock script answered %T %v", ErrBadReply, v, v)

@@ -37,7 +37,7 @@ func (l *SpinLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool
 
 // Unlock releases one hold; see Lock.Unlock for the errors.
 func (l *SpinLock) Unlock(ctx context.Context) error {
-	return l.unlock(ctx, func(ctx context.Context, _ string, lease time.Duration) *redis.Cmd {
+	return l.unlock(ctx, false, func(ctx context.Context, _ string, lease time.Duration) *redis.Cmd {
 		return l.c.run(ctx, scriptSpinUnlock, []string{l.name}, ms(lease), l.field)
 	})
 }

@@ -80,6 +80,15 @@ func (r *renewals) lease(key string) time.Duration {
 	return r.c.cfg.watchdog
 }
 
+// setLease records the lease a hold was moved to.
+func (r *renewals) setLease(key string, lease time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h := r.m[key]; h != nil {
+		h.lease = lease
+	}
+}
+
 // released records an unlock: full says the lock is free now.
 func (r *renewals) released(key string, full bool) {
 	r.mu.Lock()

@@ -9,9 +9,9 @@ import (
 )
 
 // Deliverer hands published messages to this node's own subscribers and
-// returns how many subscribers received them.
+// returns how many subscribers received each.
 type Deliverer interface {
-	Deliver(msgs []fsm.Publish) int
+	DeliverEach(msgs []fsm.Publish) []int
 }
 
 // Clock is where a node takes time from. The leader stamps log entries
@@ -87,7 +87,7 @@ func (l *Local) Apply(_ context.Context, cmd fsm.Command) (fsm.Result, error) {
 	defer l.mu.Unlock()
 	res := l.fsm.Apply(l.nowMs(), cmd)
 	if len(res.Effects) > 0 && l.deliver != nil {
-		res.Receivers = l.deliver.Deliver(res.Effects)
+		res.SetReceivers(l.deliver.DeliverEach(res.Effects))
 	}
 	return res, nil
 }

@@ -68,7 +68,7 @@ func (r *raftFSM) applyLocked(l *raft.Log) interface{} {
 	res := r.fsm.Apply(e.Time, e.Cmd)
 	res.LogIndex = l.Index
 	if len(res.Effects) > 0 && r.deliver != nil && l.Index > r.replayUntil {
-		res.Receivers = r.deliver.Deliver(res.Effects)
+		res.SetReceivers(r.deliver.DeliverEach(res.Effects))
 	}
 	return res
 }

@@ -19,6 +19,19 @@ func init() {
 	)
 }
 
+// serverNoScript are the commands Redis flags noscript that the node, not
+// the state machine, answers: from a script they are refused as
+// forbidden, not as unknown.
+var serverNoScript = map[string]bool{
+	"auth": true, "bgrewriteaof": true, "bgsave": true, "blmove": true, "blpop": true, "brpop": true,
+	"brpoplpush": true, "bzpopmax": true, "bzpopmin": true, "debug": true, "discard": true, "exec": true,
+	"failover": true, "fcall": true, "fcall_ro": true, "hello": true, "monitor": true, "multi": true,
+	"psubscribe": true, "psync": true, "punsubscribe": true, "quit": true, "replconf": true,
+	"replicaof": true, "reset": true, "role": true, "save": true, "shutdown": true, "slaveof": true,
+	"ssubscribe": true, "subscribe": true, "sunsubscribe": true, "sync": true, "unsubscribe": true,
+	"wait": true, "watch": true,
+}
+
 // scriptRun is the state of the script being run.
 type scriptRun struct {
 	readOnly bool // EVAL_RO, or a no-writes shebang
@@ -74,6 +87,9 @@ func cmdEval(c *Ctx, args [][]byte) resp.Reply {
 	if msg != "" {
 		return resp.Err(msg)
 	}
+	if strings.HasSuffix(name, "_ro") && !noWrites && hasShebang(body) {
+		return resp.Err("ERR Can not execute a script with write flag using *_ro command.")
+	}
 	keys := args[3 : 3+numKeys]
 	argv := args[3+numKeys:]
 	saved := c.script
@@ -87,6 +103,8 @@ func cmdEval(c *Ctx, args [][]byte) resp.Reply {
 	return c.f.lua.Run(sha, body, keys, argv, c.scriptCall)
 }
 
+func hasShebang(body []byte) bool { return len(body) >= 2 && body[0] == '#' && body[1] == '!' }
+
 // scriptCall runs one redis.call from a script, with the checks Redis
 // makes for scripts. The error texts are Redis's; luaexec adds the
 // "script: <sha>, on @user_script:N." part where Redis does.
@@ -96,6 +114,9 @@ func (c *Ctx) scriptCall(args [][]byte) resp.Reply {
 	}
 	spec, ok := Lookup(args[0])
 	if !ok || spec.Flags&Internal != 0 {
+		if serverNoScript[strings.ToLower(string(args[0]))] {
+			return resp.Err(msgScriptDenied)
+		}
 		return resp.Err(msgScriptUnknown)
 	}
 	if spec.Flags&NoScript != 0 {

@@ -30,6 +30,9 @@ type Publish struct {
 	Channel []byte
 	Message []byte
 	Shard   bool // SPUBLISH
+	// TxIndex is the 1-based position of the PUBLISH in its transaction
+	// (0 outside one, or inside a script): its reply is the receiver count.
+	TxIndex int
 }
 
 // Result is what applying a Command produced.
@@ -43,6 +46,23 @@ type Result struct {
 	// LogIndex is the log position the command was applied at (0 on a
 	// single node without a log); WAIT counts the nodes that have it.
 	LogIndex uint64
+}
+
+// SetReceivers records how many subscribers each effect reached, as the
+// node counted when it delivered them: Receivers is the total (a top-level
+// PUBLISH replies with it), and a PUBLISH inside MULTI gets its own count
+// in the EXEC reply.
+func (r *Result) SetReceivers(counts []int) {
+	r.Receivers = 0
+	for i, n := range counts {
+		r.Receivers += n
+		if i >= len(r.Effects) {
+			continue
+		}
+		if t := r.Effects[i].TxIndex; t > 0 && r.Reply.Type == resp.Array && t <= len(r.Reply.Elems) && r.Reply.Elems[t-1].Type == resp.Int {
+			r.Reply.Elems[t-1].Int += int64(n)
+		}
+	}
 }
 
 // scriptEngine runs Lua scripts (luaexec, adapted in script_engine.go).
@@ -162,8 +182,10 @@ func (c *Ctx) exec(cmd Command) resp.Reply {
 	}
 	out := make([]resp.Reply, len(cmd.Tx))
 	for i, args := range cmd.Tx {
+		c.txIndex = i + 1
 		out[i] = c.call(args)
 	}
+	c.txIndex = 0
 	return resp.Reply{Type: resp.Array, Elems: out}
 }
 
@@ -176,6 +198,7 @@ type Ctx struct {
 	now      int64
 	readOnly bool       // served outside the log: must not change anything
 	script   *scriptRun // non-nil while a script runs (cmd_script.go)
+	txIndex  int        // 1-based position in the transaction being applied
 	effects  []Publish
 }
 
@@ -189,10 +212,15 @@ func (c *Ctx) Now() int64 { return c.now }
 
 // publish records a message to deliver after the command is applied.
 func (c *Ctx) publish(channel, msg []byte, shard bool) {
+	tx := c.txIndex
+	if c.script != nil {
+		tx = 0
+	}
 	c.effects = append(c.effects, Publish{
 		Channel: append([]byte(nil), channel...),
 		Message: append([]byte(nil), msg...),
 		Shard:   shard,
+		TxIndex: tx,
 	})
 }
 

@@ -48,7 +48,7 @@ func (trivialCaller) Call(args [][]byte) resp.Reply {
 	switch string(args[0]) {
 	case "exists", "hexists", "del":
 		return resp.Zero
-	case "hincrby":
+	case "hincrby", "pexpire":
 		return resp.One
 	case "pttl":
 		return resp.IntReply(30000)

@@ -28,6 +28,11 @@ type runState struct {
 	// sources maps a chunk's display name to its raw source for chunks
 	// that loadstring compiled during the run.
 	sources map[string]string
+	// hints and builds tell how tables made during the run were created,
+	// and orders caches traversals, for Lua 5.1's order of pairs.
+	hints  map[*lua.LTable]tableHint
+	builds map[*lua.LTable]*tableBuild
+	orders map[*lua.LTable]*tableOrder
 }
 
 type fatalError struct{ msg string }
@@ -52,11 +57,13 @@ func (r *runState) begin(e *Engine, sha string, c Caller, cost int64) {
 	if len(e.sb.coroutines) > 0 {
 		clear(e.sb.coroutines)
 	}
+	r.hints, r.builds, r.orders = nil, nil, nil
 }
 
 func (r *runState) end() {
 	r.active = false
 	r.caller = nil
+	r.hints, r.builds, r.orders = nil, nil, nil
 	if len(r.ids) > 256 {
 		r.ids = nil
 	}
@@ -101,6 +108,16 @@ func (e *Engine) raiseFatal(L *lua.LState) {
 func (e *Engine) checkFatal(L *lua.LState) {
 	if e.run.fatal != nil {
 		e.raiseFatal(L)
+	}
+}
+
+// chargeOverflow charges for a caught stack overflow. Unwinding 20000
+// frames costs gopher-lua time quadratic in the depth (it builds a stack
+// trace), so a script may not repeat it more than a couple of times.
+func (e *Engine) chargeOverflow(L *lua.LState, obj lua.LValue) {
+	if s, ok := obj.(lua.LString); ok && strings.HasSuffix(string(s), "stack overflow") &&
+		!strings.HasSuffix(string(s), "C stack overflow") {
+		e.charge(L, costStackOverflow)
 	}
 }
 
@@ -298,6 +315,20 @@ func (e *Engine) hiddenUnm(L *lua.LState) int {
 	}
 	typeErrorAt(L, a, "perform arithmetic on", string(L.Get(2).(lua.LString)))
 	return 0
+}
+
+// hiddenTable records the size of a table built by a constructor with
+// several named fields, for Lua 5.1's order of pairs.
+func (e *Engine) hiddenTable(L *lua.LState) int {
+	t := L.Get(1)
+	if tb, ok := t.(*lua.LTable); ok {
+		if e.run.hints == nil {
+			e.run.hints = make(map[*lua.LTable]tableHint)
+		}
+		e.run.hints[tb] = tableHint{int(L.Get(2).(lua.LNumber)), int(L.Get(3).(lua.LNumber))}
+	}
+	L.Push(t)
+	return 1
 }
 
 func (e *Engine) hiddenLen(L *lua.LState) int {

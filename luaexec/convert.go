@@ -62,20 +62,16 @@ func (e *Engine) tableToReply(t *lua.LTable, depth int) resp.Reply {
 	if m, ok := t.RawGetString("map").(*lua.LTable); ok {
 		elems := []resp.Reply{}
 		m = e.sb.real(m)
-		k, v := m.Next(lua.LNil)
-		for k != lua.LNil {
-			elems = append(elems, e.luaToReply(k, depth+1), e.luaToReply(v, depth+1))
-			k, v = m.Next(k)
+		for _, k := range e.luaOrder(m) {
+			elems = append(elems, e.luaToReply(k, depth+1), e.luaToReply(m.RawGet(k), depth+1))
 		}
 		return resp.Reply{Type: resp.Array, Elems: elems}
 	}
 	if s, ok := t.RawGetString("set").(*lua.LTable); ok {
 		elems := []resp.Reply{}
 		s = e.sb.real(s)
-		k, _ := s.Next(lua.LNil)
-		for k != lua.LNil {
+		for _, k := range e.luaOrder(s) {
 			elems = append(elems, e.luaToReply(k, depth+1))
-			k, _ = s.Next(k)
 		}
 		return resp.Reply{Type: resp.Array, Elems: elems}
 	}

@@ -1,6 +1,9 @@
 package luaexec
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestDiffCjson(t *testing.T) {
 	runDiff(t, scripts(
@@ -204,5 +207,81 @@ func TestDiffRandom(t *testing.T) {
 		`math.randomseed(1) return math.random('5')`,
 		`return math.randomseed()`,
 		`math.randomseed('3') return tostring(math.random())`,
+	))
+}
+
+func TestDiffPairsOrder(t *testing.T) {
+	keys := `local r = {} for k in pairs(%s) do r[#r+1] = tostring(k) end return r`
+	var cases []diffCase
+	for _, tbl := range []string{"string", "table", "math", "coroutine", "cjson", "bit", "struct", "redis", "_G", "cmsgpack"} {
+		cases = append(cases, diffCase{script: strings.Replace(keys, "%s", tbl, 1)})
+	}
+	cases = append(cases, scripts(
+		`return cjson.encode({a=1,b=2,c=3})`,
+		`return cjson.encode({b=1,a=2})`,
+		`local t = {} t.x=1 t.y=2 t.z=3 t.w=4 return cjson.encode(t)`,
+		`local r = {} for k in pairs({a=1,b=2,c=3,d=4,e=5}) do r[#r+1]=k end return r`,
+		`local t = {} for i=1,10 do t['k'..i]=i end local r = {} for k in pairs(t) do r[#r+1]=k end return table.concat(r, ',')`,
+		`local t = {} for i=1,100 do t['key'..i]=i end local r = {} for k in pairs(t) do r[#r+1]=k end return table.concat(r, ',')`,
+		`local t = {} for i=1,50 do t[i*7]=i end local r = {} for k in pairs(t) do r[#r+1]=k end return r`,
+		`local t = {1,2,3,x=1,y=2} local r = {} for k in pairs(t) do r[#r+1]=tostring(k) end return r`,
+		`local t = {x=1,y=2,10,20,30,z=3} local r = {} for k in pairs(t) do r[#r+1]=tostring(k) end return r`,
+		`local t = {[1.5]=1,[2.5]=2,[-1]=3,[0]=4,[1e10]=5} local r = {} for k in pairs(t) do r[#r+1]=tostring(k) end return r`,
+		`local t = {[true]=1,[false]=2,a=3} local r = {} for k in pairs(t) do r[#r+1]=tostring(k) end return r`,
+		`local t = cjson.decode('{"one":1,"two":2,"three":3,"four":4,"five":5}') local r = {} for k in pairs(t) do r[#r+1]=k end return r`,
+		`return cjson.encode(cjson.decode('{"one":1,"two":2,"three":3,"four":4,"five":5}'))`,
+		`local h = redis.call('hgetall', KEYS[1]) local t = {} for i = 1, #h, 2 do t[h[i]] = h[i+1] end return cjson.encode(t)`,
+		`local r = {} for k, v in pairs({'a', 'b', 'c'}) do r[#r+1] = k end return r`,
+		`local t = {} t.a = 1 t.b = 2 t.a = nil t.c = 3 local r = {} for k in pairs(t) do r[#r+1]=k end return r`,
+		`return {next({a=1})}`,
+		`local t = {a=1, b=2, c=3} local k1 = next(t) local k2 = next(t, k1) return {k1, k2}`,
+		`return {map={a=1, b=2, c=3, d=4}}`,
+		`local n = 0 table.foreach({a=1, b=2, c=3}, function(k, v) n = n * 10 + v end) return n`,
+	)...)
+	cases[len(cases)-7].keys = []string{"h"}
+	cases[len(cases)-7].setup = [][]string{{"hset", "h", "alpha", "1", "beta", "2", "gamma", "3", "delta", "4"}}
+	runDiff(t, cases)
+}
+
+func TestDiffCmsgpack(t *testing.T) {
+	runDiff(t, scripts(
+		`return cmsgpack.pack(1)`,
+		`return cmsgpack.pack(-1, -33, -129, -32769, -2147483649, 127, 128, 256, 65536, 2^32, 2^53)`,
+		`return cmsgpack.pack(1.5, 0.1, 1/0, -1/0, 2^63)`,
+		`return cmsgpack.pack('abc', string.rep('x', 40), string.rep('y', 300), string.rep('z', 70000))`,
+		`return cmsgpack.pack(true, false, nil, cjson.null, print)`,
+		`return cmsgpack.pack({1,2,3})`,
+		`return cmsgpack.pack({})`,
+		`return cmsgpack.pack({a=1,b=2,c=3})`,
+		`return cmsgpack.pack({1,2,nil,4})`,
+		`return cmsgpack.pack({[1]=1,[3]=3})`,
+		`local t = {} for i = 1, 20 do t[i] = i end return cmsgpack.pack(t)`,
+		`local t = {} for i = 1, 20 do t['k'..i] = i end return cmsgpack.pack(t)`,
+		`local t = {} t[1] = t return cmsgpack.pack(t)`,
+		`return cmsgpack.pack()`,
+		`return {cmsgpack.unpack(cmsgpack.pack(1, 'a', {1,2}, {x=1}, true))}`,
+		`local t = cmsgpack.unpack(cmsgpack.pack({a=1,b={2,3}})) return {t.a, t.b[2]}`,
+		`return {cmsgpack.unpack(cmsgpack.pack(-1, -33, -129, -32769, -2147483649, 2^53))}`,
+		`return tostring(cmsgpack.unpack(cmsgpack.pack(0.1)))`,
+		`return tostring(cmsgpack.unpack(cmsgpack.pack(1.5)))`,
+		`return {cmsgpack.unpack('\207\255\255\255\255\255\255\255\255')}`,
+		`return {cmsgpack.unpack('\209\255\254')}`,
+		`return cmsgpack.unpack('\217')`,
+		`return cmsgpack.unpack('\193')`,
+		`return cmsgpack.unpack('\196\1a')`,
+		`return {cmsgpack.unpack('')}`,
+		`return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3))}`,
+		`return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 1)}`,
+		`return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 2)}`,
+		`return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 2)}`,
+		`return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 0)}`,
+		`return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 2, 1)}`,
+		`return cmsgpack.unpack_one('abc', -1)`,
+		`return cmsgpack.unpack_one('abc', 10)`,
+		`return {cmsgpack.unpack('\145\192')}`,
+		`return cmsgpack.unpack('\129\192\1')`,
+		`local r = {} for k in pairs(cmsgpack.unpack(cmsgpack.pack({x=1,y=2,z=3,w=4}))) do r[#r+1] = k end return r`,
+		`return #{cmsgpack.unpack(string.rep('\1', 7998))}`,
+		`return #{cmsgpack.unpack(string.rep('\1', 7997))}`,
 	))
 }

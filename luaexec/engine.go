@@ -7,7 +7,6 @@ import (
 
 	"github.com/deadbolt/deadbolt/resp"
 	lua "github.com/yuin/gopher-lua"
-	"github.com/yuin/gopher-lua/ast"
 )
 
 // Caller executes one Redis command on behalf of a script and returns its
@@ -171,11 +170,13 @@ func compileChunk(src, source string, main bool) (*lua.FunctionProto, int64, str
 	if msg != "" {
 		return nil, 0, msg
 	}
-	stmts, cost := instrument(p)
-	if !main {
-		stmts = append([]ast.Stmt{chargeStmt(int(cost)+costFuncBase, 1)}, stmts...)
-	}
+	stmts, cost := instrument(p, !main)
 	proto, err := lua.Compile(stmts, chunkID(source, 60))
+	if err == nil {
+		// A Lua 5.1 main chunk takes '...' but has no 'arg' table (gopher-lua
+		// would build one on every run).
+		proto.IsVarArg &^= lua.VarArgNeedsArg | lua.VarArgHasArg
+	}
 	if err != nil {
 		// gopher-lua has a few limits of its own (registers, constants).
 		return nil, 0, fmt.Sprintf("%s:%d: function or expression too complex", chunkID(source, 80), compileErrLine(err))
@@ -301,6 +302,7 @@ func (e *Engine) newState() {
 		CallStackSize:       callStackSize,
 		RegistrySize:        1024 * 16,
 		RegistryMaxSize:     1024 * 1024,
+		RegistryGrowStep:    1024 * 16,
 		MinimizeStackMemory: false,
 	})
 	e.gen++

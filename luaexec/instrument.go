@@ -1,6 +1,7 @@
 package luaexec
 
 import (
+	"sort"
 	"strconv"
 
 	"github.com/yuin/gopher-lua/ast"
@@ -38,6 +39,7 @@ const (
 	hidForNum  = "\x00fornum"
 	hidLen     = "\x00len"
 	hidUnm     = "\x00unm"
+	hidTable   = "\x00table"
 	hidArith   = "\x00arith" // prefix; the operator character follows
 	hidArgPlus = hidArith + "+"
 )
@@ -58,21 +60,48 @@ const (
 	costRedisCall   = 100 // each redis.call/pcall (plus its bytes)
 	costCompileByte = 1   // each byte compiled by loadstring
 	bytesPerUnit    = 4   // strings built: one unit per this many bytes
+
+	costStackOverflow = 45_000_000 // a stack overflow caught by pcall
 )
 
 type instrumenter struct {
 	p       *parsed
 	numMemo map[ast.Expr]bool
+	used    map[string]bool // hidden functions the chunk calls
 }
 
 // instrument rewrites the chunk in place and returns its statements and the
-// static cost of running the main chunk once.
-func instrument(p *parsed) ([]ast.Stmt, int64) {
-	in := &instrumenter{p: p}
+// static cost of running the main chunk once. The chunk starts by copying
+// the hidden functions it uses into locals (upvalues of its functions),
+// which is cheaper than a global lookup on every call. When chargeMain is
+// set, the chunk also charges its own cost when it runs.
+func instrument(p *parsed, chargeMain bool) ([]ast.Stmt, int64) {
+	in := &instrumenter{p: p, used: make(map[string]bool)}
 	in.inferNumbers()
 	in.numMemo = make(map[ast.Expr]bool)
 	cost := in.blockCost(p.stmts)
 	stmts := in.block(p.stmts)
+	if chargeMain {
+		stmts = append([]ast.Stmt{in.chargeStmt(int(cost)+costFuncBase, 1)}, stmts...)
+	}
+	if len(in.used) > 0 {
+		names := make([]string, 0, len(in.used))
+		for n := range in.used {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		exprs := make([]ast.Expr, len(names))
+		for i, n := range names {
+			id := &ast.IdentExpr{Value: n}
+			id.SetLine(1)
+			id.SetLastLine(1)
+			exprs[i] = id
+		}
+		decl := &ast.LocalAssignStmt{Names: names, Exprs: exprs}
+		decl.SetLine(1)
+		decl.SetLastLine(1)
+		stmts = append([]ast.Stmt{decl}, stmts...)
+	}
 	return stmts, int64(cost)
 }
 
@@ -218,20 +247,29 @@ func (in *instrumenter) exprCost(e ast.Expr) int {
 	case *ast.StringConcatOpExpr:
 		return costConcat + in.exprCost(x.Lhs) + in.exprCost(x.Rhs)
 	case *ast.ArithmeticOpExpr:
-		return in.exprCost(x.Lhs) + in.exprCost(x.Rhs)
+		c := in.exprCost(x.Lhs) + in.exprCost(x.Rhs)
+		if x.Operator == "%" || x.Operator == "^" || !in.isNum(x.Lhs) || !in.isNum(x.Rhs) {
+			c += costCall
+		}
+		return c
 	case *ast.UnaryMinusOpExpr:
-		return in.exprCost(x.Expr)
+		c := in.exprCost(x.Expr)
+		if !in.isNum(x.Expr) {
+			c += costCall
+		}
+		return c
 	case *ast.UnaryNotOpExpr:
 		return in.exprCost(x.Expr)
 	case *ast.UnaryLenOpExpr:
-		return in.exprCost(x.Expr)
+		return costCall + in.exprCost(x.Expr)
 	}
 	return 0
 }
 
 // --- rewriting -----------------------------------------------------------------
 
-func hiddenCall(name string, line int, args ...ast.Expr) *ast.FuncCallExpr {
+func (in *instrumenter) hiddenCall(name string, line int, args ...ast.Expr) *ast.FuncCallExpr {
+	in.used[name] = true
 	fn := &ast.IdentExpr{Value: name}
 	fn.SetLine(line)
 	fn.SetLastLine(line)
@@ -255,8 +293,8 @@ func stringLit(s string, line int) ast.Expr {
 	return e
 }
 
-func chargeStmt(cost int, line int) ast.Stmt {
-	call := hiddenCall(hidBudget, line, numberLit(cost, line))
+func (in *instrumenter) chargeStmt(cost int, line int) ast.Stmt {
+	call := in.hiddenCall(hidBudget, line, numberLit(cost, line))
 	call.AdjustRet = false
 	s := &ast.FuncCallStmt{Expr: call}
 	s.SetLine(line)
@@ -275,7 +313,7 @@ func (in *instrumenter) block(stmts []ast.Stmt) []ast.Stmt {
 func (in *instrumenter) loopBody(stmts []ast.Stmt, line int) []ast.Stmt {
 	cost := costLoopBase + in.blockCost(stmts)
 	body := in.block(stmts)
-	return append([]ast.Stmt{chargeStmt(cost, line)}, body...)
+	return append([]ast.Stmt{in.chargeStmt(cost, line)}, body...)
 }
 
 func (in *instrumenter) stmt(s ast.Stmt) ast.Stmt {
@@ -409,19 +447,31 @@ func (in *instrumenter) forBound(e ast.Expr, which int, line int) ast.Expr {
 	if in.isNum(e) {
 		return in.expr(e)
 	}
-	return hiddenCall(hidForNum, line, in.expr(e), numberLit(which, line))
+	return in.hiddenCall(hidForNum, line, in.expr(e), numberLit(which, line))
 }
 
 func (in *instrumenter) function(f *ast.FunctionExpr) {
 	cost := costFuncBase + in.blockCost(f.Stmts)
 	body := in.block(f.Stmts)
-	f.Stmts = append([]ast.Stmt{chargeStmt(cost, f.Line())}, body...)
+	f.Stmts = append([]ast.Stmt{in.chargeStmt(cost, f.Line())}, body...)
 }
 
 func (in *instrumenter) exprs(es []ast.Expr) {
 	for i, e := range es {
 		es[i] = in.expr(e)
 	}
+}
+
+// isMultiValue reports whether e is a call or '...' that may produce
+// several values.
+func isMultiValue(e ast.Expr) bool {
+	switch x := e.(type) {
+	case *ast.FuncCallExpr:
+		return !x.AdjustRet
+	case *ast.Comma3Expr:
+		return !x.AdjustRet
+	}
+	return false
 }
 
 // describe renders how Lua 5.1 names a value in error messages ("local 'x'",
@@ -457,11 +507,21 @@ func (in *instrumenter) expr(e ast.Expr) ast.Expr {
 		x.Object = in.expr(x.Object)
 		x.Key = in.expr(x.Key)
 	case *ast.TableExpr:
-		for _, f := range x.Fields {
+		na, nh := 0, 0
+		for i, f := range x.Fields {
 			if f.Key != nil {
 				f.Key = in.expr(f.Key)
+				nh++
+			} else if i < len(x.Fields)-1 || !isMultiValue(f.Value) {
+				na++
 			}
 			f.Value = in.expr(f.Value)
+		}
+		if nh >= 2 {
+			// Lua sizes the table from the constructor; pairs needs to know.
+			line := x.Line()
+			return in.hiddenCall(hidTable, line, x,
+				numberLit(fb2int(int2fb(na)), line), numberLit(fb2int(int2fb(nh)), line))
 		}
 	case *ast.FunctionExpr:
 		in.function(x)
@@ -481,7 +541,7 @@ func (in *instrumenter) expr(e ast.Expr) ast.Expr {
 		if native {
 			return x
 		}
-		return hiddenCall(hidArith+x.Operator, x.Line(), x.Lhs, x.Rhs, stringLit(desc, x.Line()))
+		return in.hiddenCall(hidArith+x.Operator, x.Line(), x.Lhs, x.Rhs, stringLit(desc, x.Line()))
 	case *ast.UnaryMinusOpExpr:
 		native := in.isNum(x.Expr)
 		desc := in.describe(x.Expr)
@@ -489,13 +549,13 @@ func (in *instrumenter) expr(e ast.Expr) ast.Expr {
 		if native {
 			return x
 		}
-		return hiddenCall(hidUnm, x.Line(), x.Expr, stringLit(desc, x.Line()))
+		return in.hiddenCall(hidUnm, x.Line(), x.Expr, stringLit(desc, x.Line()))
 	case *ast.UnaryNotOpExpr:
 		x.Expr = in.expr(x.Expr)
 	case *ast.UnaryLenOpExpr:
 		desc := in.describe(x.Expr)
 		x.Expr = in.expr(x.Expr)
-		return hiddenCall(hidLen, x.Line(), x.Expr, stringLit(desc, x.Line()))
+		return in.hiddenCall(hidLen, x.Line(), x.Expr, stringLit(desc, x.Line()))
 	}
 	return e
 }
@@ -530,5 +590,5 @@ func (in *instrumenter) concat(x *ast.StringConcatOpExpr) ast.Expr {
 		truncate(o)
 		args = append(args, o)
 	}
-	return hiddenCall(hidConcat, x.Line(), args...)
+	return in.hiddenCall(hidConcat, x.Line(), args...)
 }

@@ -11,34 +11,33 @@ import (
 // The Lua 5.1 base library as Redis exposes it (no print, dofile, loadfile,
 // module, require, setfenv, getfenv or newproxy).
 
-func (sb *sandbox) openBase(L *lua.LState, g *lua.LTable) {
+// baseFuncs returns the base library in the order Lua 5.1 registers it
+// (those that Redis keeps).
+func (sb *sandbox) baseFuncs(L *lua.LState) []libEntry {
 	e := sb.e
 	sb.nextFn = L.NewFunction(sb.baseNext)
 	sb.ipairsAux = L.NewFunction(sb.ipairsAuxFn)
-	g.RawSetString("next", sb.nextFn)
-	register(L, g, map[string]lua.LGFunction{
-		"assert":         baseAssert,
-		"collectgarbage": sb.baseCollectGarbage,
-		"error":          e.baseError,
-		"gcinfo":         baseGcinfo,
-		"getmetatable":   sb.baseGetmetatable,
-		"ipairs":         sb.baseIpairs,
-		"load":           e.baseLoad,
-		"loadstring":     e.baseLoadstring,
-		"pairs":          sb.basePairs,
-		"pcall":          e.basePcall,
-		"rawequal":       baseRawequal,
-		"rawget":         sb.baseRawget,
-		"rawset":         sb.baseRawset,
-		"select":         baseSelect,
-		"setmetatable":   sb.baseSetmetatable,
-		"tonumber":       baseTonumber,
-		"tostring":       e.baseTostring,
-		"type":           baseType,
-		"unpack":         sb.baseUnpack,
-		"xpcall":         e.baseXpcall,
-	})
-	g.RawSetString("_VERSION", lua.LString("Lua 5.1"))
+	return []libEntry{
+		fnEntry("assert", baseAssert),
+		fnEntry("collectgarbage", sb.baseCollectGarbage),
+		fnEntry("error", e.baseError),
+		fnEntry("gcinfo", baseGcinfo),
+		fnEntry("getmetatable", sb.baseGetmetatable),
+		fnEntry("load", e.baseLoad),
+		fnEntry("loadstring", e.baseLoadstring),
+		valEntry("next", sb.nextFn),
+		fnEntry("pcall", e.basePcall),
+		fnEntry("rawequal", baseRawequal),
+		fnEntry("rawget", sb.baseRawget),
+		fnEntry("rawset", sb.baseRawset),
+		fnEntry("select", baseSelect),
+		fnEntry("setmetatable", sb.baseSetmetatable),
+		fnEntry("tonumber", baseTonumber),
+		fnEntry("tostring", e.baseTostring),
+		fnEntry("type", baseType),
+		fnEntry("unpack", sb.baseUnpack),
+		fnEntry("xpcall", e.baseXpcall),
+	}
 }
 
 func baseAssert(L *lua.LState) int {
@@ -140,7 +139,7 @@ func (sb *sandbox) baseSetmetatable(L *lua.LState) int {
 
 func (sb *sandbox) baseNext(L *lua.LState) int {
 	t := checkTable(L, 1)
-	k, v := sb.real(t).Next(L.Get(2))
+	k, v := sb.e.next(sb.real(t), L.Get(2))
 	if k == lua.LNil {
 		L.Push(lua.LNil)
 		return 1
@@ -302,17 +301,7 @@ func (e *Engine) tostring(L *lua.LState, v lua.LValue) string {
 			return "userdata: (nil)"
 		}
 	}
-	r := &e.run
-	if r.ids == nil {
-		r.ids = make(map[lua.LValue]uint64)
-	}
-	id, ok := r.ids[v]
-	if !ok {
-		r.nextID++
-		id = r.nextID
-		r.ids[v] = id
-	}
-	return fmt.Sprintf("%s: 0x%08x", typeName(v), 0x10000000+id*0x40)
+	return fmt.Sprintf("%s: 0x%08x", typeName(v), e.objectAddress(v))
 }
 
 func baseType(L *lua.LState) int {
@@ -371,6 +360,7 @@ func (e *Engine) basePcall(L *lua.LState) int {
 	if err != nil {
 		e.checkFatal(L)
 		obj := errorObject(err)
+		e.chargeOverflow(L, obj)
 		if t, ok := obj.(*lua.LTable); ok {
 			if s, ok := t.RawGetString("err").(lua.LString); ok {
 				obj = s
@@ -429,6 +419,7 @@ func (e *Engine) baseXpcall(L *lua.LState) int {
 	if err != nil {
 		e.checkFatal(L)
 		obj := errorObject(err)
+		e.chargeOverflow(L, obj)
 		L.SetTop(0)
 		L.Push(lua.LFalse)
 		L.Push(obj)

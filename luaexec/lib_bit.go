@@ -9,23 +9,21 @@ import (
 // The bit library (LuaBitOp 1.0.2): operations on 32-bit integers, results
 // as signed numbers.
 
-func openBit(L *lua.LState) *lua.LTable {
-	t := L.NewTable()
-	register(L, t, map[string]lua.LGFunction{
-		"tobit":   bitTobit,
-		"bnot":    bitBnot,
-		"band":    bitBand,
-		"bor":     bitBor,
-		"bxor":    bitBxor,
-		"lshift":  bitLshift,
-		"rshift":  bitRshift,
-		"arshift": bitArshift,
-		"rol":     bitRol,
-		"ror":     bitRor,
-		"bswap":   bitBswap,
-		"tohex":   bitTohex,
-	})
-	return t
+func (sb *sandbox) openBit(L *lua.LState) *lua.LTable {
+	return sb.newLib(L, 12,
+		fnEntry("tobit", bitTobit),
+		fnEntry("bnot", bitBnot),
+		fnEntry("band", bitBand),
+		fnEntry("bor", bitBor),
+		fnEntry("bxor", bitBxor),
+		fnEntry("lshift", bitLshift),
+		fnEntry("rshift", bitRshift),
+		fnEntry("arshift", bitArshift),
+		fnEntry("rol", bitRol),
+		fnEntry("ror", bitRor),
+		fnEntry("bswap", bitBswap),
+		fnEntry("tohex", bitTohex),
+	)
 }
 
 // bitArg converts an argument as LuaBitOp does: adding 2^52+2^51 and taking

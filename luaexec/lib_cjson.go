@@ -47,9 +47,8 @@ func (sb *sandbox) openCjson(L *lua.LState) *lua.LTable {
 
 func (sb *sandbox) newCjson(L *lua.LState, cfg *cjsonConfig) *lua.LTable {
 	e := sb.e
-	t := L.NewTable()
-	register(L, t, map[string]lua.LGFunction{
-		"encode": func(L *lua.LState) int {
+	return sb.newLib(L, 0,
+		fnEntry("encode", func(L *lua.LState) int {
 			if L.GetTop() != 1 {
 				argError(L, 1, "expected 1 argument")
 			}
@@ -57,8 +56,8 @@ func (sb *sandbox) newCjson(L *lua.LState, cfg *cjsonConfig) *lua.LTable {
 			enc.value(L.Get(1), 0)
 			L.Push(lua.LString(enc.buf))
 			return 1
-		},
-		"decode": func(L *lua.LState) int {
+		}),
+		fnEntry("decode", func(L *lua.LState) int {
 			if L.GetTop() != 1 {
 				argError(L, 1, "expected 1 argument")
 			}
@@ -75,48 +74,47 @@ func (sb *sandbox) newCjson(L *lua.LState, cfg *cjsonConfig) *lua.LTable {
 			}
 			L.Push(v)
 			return 1
-		},
-		"encode_sparse_array": func(L *lua.LState) int {
+		}),
+		fnEntry("encode_sparse_array", func(L *lua.LState) int {
 			cjsonArgs(L, 3)
 			cjsonEnum(L, 1, &cfg.sparseConvert, nil, 1)
 			cjsonInt(L, 2, &cfg.sparseRatio, 0, math.MaxInt32)
 			cjsonInt(L, 3, &cfg.sparseSafe, 0, math.MaxInt32)
 			return 3
-		},
-		"encode_max_depth": func(L *lua.LState) int {
+		}),
+		fnEntry("encode_max_depth", func(L *lua.LState) int {
 			cjsonArgs(L, 1)
 			return cjsonInt(L, 1, &cfg.encodeMaxDepth, 1, math.MaxInt32)
-		},
-		"decode_max_depth": func(L *lua.LState) int {
+		}),
+		fnEntry("decode_max_depth", func(L *lua.LState) int {
 			cjsonArgs(L, 1)
 			return cjsonInt(L, 1, &cfg.decodeMaxDepth, 1, math.MaxInt32)
-		},
-		"encode_number_precision": func(L *lua.LState) int {
+		}),
+		fnEntry("encode_number_precision", func(L *lua.LState) int {
 			cjsonArgs(L, 1)
 			return cjsonInt(L, 1, &cfg.precision, 1, 14)
-		},
-		"encode_keep_buffer": func(L *lua.LState) int {
+		}),
+		fnEntry("encode_keep_buffer", func(L *lua.LState) int {
 			cjsonArgs(L, 1)
 			return cjsonEnum(L, 1, &cfg.keepBuffer, nil, 1)
-		},
-		"encode_invalid_numbers": func(L *lua.LState) int {
+		}),
+		fnEntry("encode_invalid_numbers", func(L *lua.LState) int {
 			cjsonArgs(L, 1)
 			return cjsonEnum(L, 1, &cfg.encodeInvalid, []string{"off", "on", "null"}, 1)
-		},
-		"decode_invalid_numbers": func(L *lua.LState) int {
+		}),
+		fnEntry("decode_invalid_numbers", func(L *lua.LState) int {
 			cjsonArgs(L, 1)
 			return cjsonEnum(L, 1, &cfg.decodeInvalid, nil, 1)
-		},
-		"new": func(L *lua.LState) int {
+		}),
+		fnEntry("new", func(L *lua.LState) int {
 			c := defaultCjsonConfig()
 			L.Push(sb.newCjson(L, &c))
 			return 1
-		},
-	})
-	t.RawSetString("null", sb.cjsonNull)
-	t.RawSetString("_NAME", lua.LString("cjson"))
-	t.RawSetString("_VERSION", lua.LString("2.1.0"))
-	return t
+		}),
+		valEntry("null", sb.cjsonNull),
+		valEntry("_NAME", lua.LString("cjson")),
+		valEntry("_VERSION", lua.LString("2.1.0")),
+	)
 }
 
 func cjsonArgs(L *lua.LState, n int) {
@@ -269,8 +267,8 @@ func (enc *jsonEncoder) value(v lua.LValue, depth int) {
 		}
 		enc.buf = append(enc.buf, '{')
 		first := true
-		k, val := t.Next(lua.LNil)
-		for k != lua.LNil {
+		for _, k := range enc.e.luaOrder(t) {
+			val := t.RawGet(k)
 			enc.e.charge(enc.L, 1)
 			if !first {
 				enc.buf = append(enc.buf, ',')
@@ -288,7 +286,6 @@ func (enc *jsonEncoder) value(v lua.LValue, depth int) {
 				enc.fail(k, "table key must be a number or string")
 			}
 			enc.value(val, depth)
-			k, val = t.Next(k)
 		}
 		enc.buf = append(enc.buf, '}')
 	case *lua.LUserData:

@@ -15,16 +15,14 @@ func (sb *sandbox) openCoroutine(L *lua.LState) *lua.LTable {
 	lua.OpenCoroutine(L)
 	gl := L.Get(-1).(*lua.LTable)
 	L.Pop(1)
-	t := L.NewTable()
-	t.RawSetString("yield", gl.RawGetString("yield"))
-	t.RawSetString("running", gl.RawGetString("running"))
-	register(L, t, map[string]lua.LGFunction{
-		"create": e.coCreate,
-		"resume": e.coResume,
-		"status": coStatus,
-		"wrap":   e.coWrap,
-	})
-	return t
+	return sb.newLib(L, 6,
+		fnEntry("create", e.coCreate),
+		fnEntry("resume", e.coResume),
+		valEntry("running", gl.RawGetString("running")),
+		fnEntry("status", coStatus),
+		fnEntry("wrap", e.coWrap),
+		valEntry("yield", gl.RawGetString("yield")),
+	)
 }
 
 func (e *Engine) newCoroutine(L *lua.LState) *lua.LState {
@@ -89,7 +87,9 @@ func (e *Engine) resume(L *lua.LState, th *lua.LState, args []lua.LValue) ([]lua
 	e.checkFatal(L)
 	if state == lua.ResumeError {
 		if err != nil {
-			return nil, errorObject(err), false
+			obj := errorObject(err)
+			e.chargeOverflow(L, obj)
+			return nil, obj, false
 		}
 		return nil, lua.LNil, false
 	}

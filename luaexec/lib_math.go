@@ -10,40 +10,47 @@ import (
 
 func (sb *sandbox) openMath(L *lua.LState) *lua.LTable {
 	e := sb.e
-	t := L.NewTable()
-	unary := func(f func(float64) float64) lua.LGFunction {
-		return func(L *lua.LState) int {
+	unary := func(name string, f func(float64) float64) libEntry {
+		return fnEntry(name, func(L *lua.LState) int {
 			L.Push(lua.LNumber(f(checkNumber(L, 1))))
 			return 1
-		}
+		})
 	}
-	// Each closure above shares code, so register names one by one.
-	funcs := map[string]func(float64) float64{
-		"abs": math.Abs, "acos": math.Acos, "asin": math.Asin, "atan": math.Atan,
-		"ceil": math.Ceil, "cos": math.Cos, "cosh": math.Cosh, "exp": math.Exp,
-		"floor": math.Floor, "log": math.Log, "log10": math.Log10, "sin": math.Sin,
-		"sinh": math.Sinh, "sqrt": math.Sqrt, "tan": math.Tan, "tanh": math.Tanh,
-		"deg": func(x float64) float64 { return x / (math.Pi / 180.0) },
-		"rad": func(x float64) float64 { return x * (math.Pi / 180.0) },
-	}
-	for name, f := range funcs {
-		t.RawSetString(name, L.NewFunction(unary(f)))
-	}
-	register(L, t, map[string]lua.LGFunction{
-		"atan2":      mathAtan2,
-		"fmod":       mathFmod,
-		"frexp":      mathFrexp,
-		"ldexp":      mathLdexp,
-		"max":        mathMax,
-		"min":        mathMin,
-		"modf":       mathModf,
-		"pow":        mathPow,
-		"random":     e.mathRandom,
-		"randomseed": e.mathRandomseed,
-	})
-	t.RawSetString("mod", t.RawGetString("fmod"))
-	t.RawSetString("huge", lua.LNumber(math.Inf(1)))
-	t.RawSetString("pi", lua.LNumber(math.Pi))
+	t := sb.newLib(L, 28,
+		unary("abs", math.Abs),
+		unary("acos", math.Acos),
+		unary("asin", math.Asin),
+		fnEntry("atan2", mathAtan2),
+		unary("atan", math.Atan),
+		unary("ceil", math.Ceil),
+		unary("cosh", math.Cosh),
+		unary("cos", math.Cos),
+		unary("deg", func(x float64) float64 { return x / (math.Pi / 180.0) }),
+		unary("exp", math.Exp),
+		unary("floor", math.Floor),
+		fnEntry("fmod", mathFmod),
+		fnEntry("frexp", mathFrexp),
+		fnEntry("ldexp", mathLdexp),
+		unary("log10", math.Log10),
+		unary("log", math.Log),
+		fnEntry("max", mathMax),
+		fnEntry("min", mathMin),
+		fnEntry("modf", mathModf),
+		fnEntry("pow", mathPow),
+		unary("rad", func(x float64) float64 { return x * (math.Pi / 180.0) }),
+		fnEntry("random", e.mathRandom),
+		fnEntry("randomseed", e.mathRandomseed),
+		unary("sinh", math.Sinh),
+		unary("sin", math.Sin),
+		unary("sqrt", math.Sqrt),
+		unary("tanh", math.Tanh),
+		unary("tan", math.Tan),
+	)
+	sb.addFields(L, t, sb.builds[t],
+		valEntry("pi", lua.LNumber(math.Pi)),
+		valEntry("huge", lua.LNumber(math.Inf(1))),
+		valEntry("mod", t.RawGetString("fmod")),
+	)
 	return t
 }
 

@@ -11,24 +11,23 @@ import (
 
 func (sb *sandbox) openString(L *lua.LState) *lua.LTable {
 	e := sb.e
-	t := L.NewTable()
-	gmatch := e.strGmatch
-	register(L, t, map[string]lua.LGFunction{
-		"byte":    strByte,
-		"char":    e.strChar,
-		"dump":    strDump,
-		"find":    e.strFind,
-		"format":  e.strFormat,
-		"gmatch":  gmatch,
-		"gsub":    e.strGsub,
-		"len":     strLen,
-		"lower":   e.strLower,
-		"match":   e.strMatch,
-		"rep":     e.strRep,
-		"reverse": e.strReverse,
-		"sub":     e.strSub,
-		"upper":   e.strUpper,
-	})
+	t := sb.newLib(L, 15,
+		fnEntry("byte", strByte),
+		fnEntry("char", e.strChar),
+		fnEntry("dump", strDump),
+		fnEntry("find", e.strFind),
+		fnEntry("format", e.strFormat),
+		valEntry("gfind", lua.LFalse), // replaced by gmatch below, as Lua does
+		fnEntry("gmatch", e.strGmatch),
+		fnEntry("gsub", e.strGsub),
+		fnEntry("len", strLen),
+		fnEntry("lower", e.strLower),
+		fnEntry("match", e.strMatch),
+		fnEntry("rep", e.strRep),
+		fnEntry("reverse", e.strReverse),
+		fnEntry("sub", e.strSub),
+		fnEntry("upper", e.strUpper),
+	)
 	t.RawSetString("gfind", t.RawGetString("gmatch"))
 	return t
 }

@@ -23,14 +23,12 @@ type structHeader struct {
 	align  int
 }
 
-func openStruct(L *lua.LState) *lua.LTable {
-	t := L.NewTable()
-	register(L, t, map[string]lua.LGFunction{
-		"pack":   structPack,
-		"unpack": structUnpack,
-		"size":   structSize,
-	})
-	return t
+func (sb *sandbox) openStruct(L *lua.LState) *lua.LTable {
+	return sb.newLib(L, 3,
+		fnEntry("pack", structPack),
+		fnEntry("unpack", structUnpack),
+		fnEntry("size", structSize),
+	)
 }
 
 type structFormat struct {

@@ -11,19 +11,17 @@ import (
 // step, so that ties and inconsistent comparators come out as in Redis.
 
 func (sb *sandbox) openTable(L *lua.LState) *lua.LTable {
-	t := L.NewTable()
-	register(L, t, map[string]lua.LGFunction{
-		"concat":   sb.tabConcat,
-		"foreach":  sb.tabForeach,
-		"foreachi": sb.tabForeachi,
-		"getn":     sb.tabGetn,
-		"insert":   sb.tabInsert,
-		"maxn":     sb.tabMaxn,
-		"remove":   sb.tabRemove,
-		"setn":     tabSetn,
-		"sort":     sb.tabSort,
-	})
-	return t
+	return sb.newLib(L, 9,
+		fnEntry("concat", sb.tabConcat),
+		fnEntry("foreach", sb.tabForeach),
+		fnEntry("foreachi", sb.tabForeachi),
+		fnEntry("getn", sb.tabGetn),
+		fnEntry("maxn", sb.tabMaxn),
+		fnEntry("insert", sb.tabInsert),
+		fnEntry("remove", sb.tabRemove),
+		fnEntry("setn", tabSetn),
+		fnEntry("sort", sb.tabSort),
+	)
 }
 
 func (sb *sandbox) tabConcat(L *lua.LState) int {
@@ -70,7 +68,7 @@ func (sb *sandbox) tabForeach(L *lua.LState) int {
 		typeError(L, 2, "function")
 	}
 	real := sb.real(t)
-	k, v := real.Next(lua.LNil)
+	k, v := sb.e.next(real, lua.LNil)
 	for k != lua.LNil {
 		sb.e.charge(L, 1)
 		L.Push(f)
@@ -81,7 +79,7 @@ func (sb *sandbox) tabForeach(L *lua.LState) int {
 			return 1
 		}
 		L.Pop(1)
-		k, v = real.Next(k)
+		k, v = sb.e.next(real, k)
 	}
 	return 0
 }

@@ -25,30 +25,32 @@ const (
 
 func (sb *sandbox) openRedis(L *lua.LState) *lua.LTable {
 	e := sb.e
-	t := L.NewTable()
-	register(L, t, map[string]lua.LGFunction{
-		"call":               e.redisCall,
-		"pcall":              e.redisPcall,
-		"log":                e.redisLog,
-		"setresp":            e.redisSetresp,
-		"sha1hex":            redisSha1hex,
-		"error_reply":        redisErrorReply,
-		"status_reply":       redisStatusReply,
-		"set_repl":           e.redisSetRepl,
-		"replicate_commands": redisReplicateCommands,
-		"breakpoint":         redisBreakpoint,
-		"debug":              redisDebug,
-		"acl_check_cmd":      e.redisACLCheckCmd,
-	})
-	for name, v := range map[string]int{
-		"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3,
-		"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3,
-		"REDIS_VERSION_NUM": redisVersionNum,
-	} {
-		t.RawSetString(name, lua.LNumber(v))
-	}
-	t.RawSetString("REDIS_VERSION", lua.LString(redisVersion))
-	return t
+	num := func(name string, n int) libEntry { return valEntry(name, lua.LNumber(n)) }
+	return sb.newLib(L, 0,
+		fnEntry("call", e.redisCall),
+		fnEntry("pcall", e.redisPcall),
+		fnEntry("log", e.redisLog),
+		num("LOG_DEBUG", 0),
+		num("LOG_VERBOSE", 1),
+		num("LOG_NOTICE", 2),
+		num("LOG_WARNING", 3),
+		num("REDIS_VERSION_NUM", redisVersionNum),
+		valEntry("REDIS_VERSION", lua.LString(redisVersion)),
+		fnEntry("setresp", e.redisSetresp),
+		fnEntry("sha1hex", redisSha1hex),
+		fnEntry("error_reply", redisErrorReply),
+		fnEntry("status_reply", redisStatusReply),
+		fnEntry("set_repl", e.redisSetRepl),
+		num("REPL_NONE", 0),
+		num("REPL_AOF", 1),
+		num("REPL_SLAVE", 2),
+		num("REPL_REPLICA", 2),
+		num("REPL_ALL", 3),
+		fnEntry("acl_check_cmd", e.redisACLCheckCmd),
+		fnEntry("breakpoint", redisBreakpoint),
+		fnEntry("debug", redisDebug),
+		fnEntry("replicate_commands", redisReplicateCommands),
+	)
 }
 
 // raiseTable raises Redis's error table for msg (luaPushError + luaError).

@@ -17,10 +17,10 @@ import (
 // through them. The real tables are never reachable from a script, so no
 // script can change what the next one sees.
 //
-// The environment of compiled scripts is one more table: it holds the hidden
-// functions that instrumentation calls (names with a NUL byte) and reads
-// everything else from the globals; it refuses every assignment, so globals
-// cannot be created or changed.
+// The environment of compiled chunks is one more table: it holds only the
+// hidden functions that instrumentation calls (names with a NUL byte, which
+// no Lua identifier can spell) and reads everything else from the globals.
+// It refuses every assignment, so globals cannot be created or changed.
 type sandbox struct {
 	e       *Engine
 	env     *lua.LTable // environment of compiled chunks
@@ -30,32 +30,33 @@ type sandbox struct {
 	proxies  map[*lua.LTable]*lua.LTable // proxy -> real table
 	reals    map[*lua.LTable]*lua.LTable // real table -> proxy
 	apparent map[*lua.LTable]lua.LValue  // proxy -> what getmetatable returns
+	builds   map[*lua.LTable]*tableBuild // how library tables were filled
 
-	stringMeta   *lua.LTable // what getmetatable("") returns
-	roNewIndex   *lua.LFunction
-	errHandler   *lua.LFunction
-	translator   *lua.LFunction // pcall's error function: Lua 5.1 messages
-	fatalValue   *lua.LUserData
-	nextFn       *lua.LFunction
-	ipairsAux    *lua.LFunction
-	cjsonNull    *lua.LUserData
-	cjson        *cjsonState
-	coroutines   map[*lua.LState]*coroutineState
-	gcPause      float64
-	gcStepMul    float64
-	keysArgsSize int
+	stringMeta *lua.LTable    // what getmetatable("") returns
+	roNewIndex *lua.LFunction // __newindex of read-only tables
+	errHandler *lua.LFunction // __redis__err__handler
+	translator *lua.LFunction // pcall's error function: Lua 5.1 messages
+	fatalValue *lua.LUserData // raised to stop a script (budget, size)
+	nextFn     *lua.LFunction
+	ipairsAux  *lua.LFunction
+	cjsonNull  *lua.LUserData
+
+	coroutines map[*lua.LState]*coroutineState
+	gcPause    float64
+	gcStepMul  float64
 }
 
 func newSandbox(e *Engine) *sandbox {
 	L := e.L
 	sb := &sandbox{
-		e:         e,
-		proxies:   make(map[*lua.LTable]*lua.LTable),
-		reals:     make(map[*lua.LTable]*lua.LTable),
-		apparent:  make(map[*lua.LTable]lua.LValue),
+		e:          e,
+		proxies:    make(map[*lua.LTable]*lua.LTable),
+		reals:      make(map[*lua.LTable]*lua.LTable),
+		apparent:   make(map[*lua.LTable]lua.LValue),
+		builds:     make(map[*lua.LTable]*tableBuild),
 		coroutines: make(map[*lua.LState]*coroutineState),
-		gcPause:   200,
-		gcStepMul: 200,
+		gcPause:    200,
+		gcStepMul:  200,
 	}
 	sb.fatalValue = L.NewUserData()
 	sb.roNewIndex = L.NewFunction(func(L *lua.LState) int {
@@ -76,27 +77,51 @@ func newSandbox(e *Engine) *sandbox {
 	g := L.NewTable()
 	sb.globals = g
 	gmeta := L.NewTable()
-	gmeta.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+	missing := L.NewFunction(func(L *lua.LState) int {
 		name := L.Get(2)
 		if !isStrNum(name) {
 			rawError(L, "Second argument to luaProtectedTableError must be a string or number")
 		}
 		runError(L, "Script attempted to access nonexistent global variable '"+cstr(e.tostring(L, name))+"'")
 		return 0
-	}))
+	})
+	gmeta.RawSetString("__index", missing)
 	g.Metatable = gmeta
 
-	sb.openBase(L, g)
-	g.RawSetString("string", sb.protect(L, sb.openString(L), nil))
-	g.RawSetString("table", sb.protect(L, sb.openTable(L), nil))
-	g.RawSetString("math", sb.protect(L, sb.openMath(L), nil))
-	g.RawSetString("coroutine", sb.protect(L, sb.openCoroutine(L), nil))
-	g.RawSetString("cjson", sb.protect(L, sb.openCjson(L), nil))
-	g.RawSetString("bit", sb.protect(L, openBit(L), nil))
-	g.RawSetString("struct", sb.protect(L, openStruct(L), nil))
-	g.RawSetString("cmsgpack", sb.protect(L, sb.openCmsgpack(L), nil))
-	g.RawSetString("redis", sb.protect(L, sb.openRedis(L), nil))
-	g.RawSetString("__redis__err__handler", sb.errHandler)
+	// _G as scripts see it: read-only, and so is the metatable it shows
+	shownMeta := L.NewTable()
+	shownMeta.RawSetString("__index", missing)
+	sb.gproxy = sb.protect(L, g, sb.protect(L, shownMeta, nil))
+
+	// The globals, in the order Redis 7.0 creates them (see ltable.go):
+	// Lua's base library, the libraries, redis; "debug" comes and goes.
+	gb := &tableBuild{hint: tableHint{0, 2}}
+	sb.builds[g] = gb
+	lib := func(name string, t *lua.LTable) libEntry {
+		return valEntry(name, sb.protect(L, t, nil))
+	}
+	sb.addFields(L, g, gb, valEntry("_G", sb.gproxy))
+	sb.addFields(L, g, gb, sb.baseFuncs(L)...)
+	sb.addFields(L, g, gb,
+		valEntry("_VERSION", lua.LString("Lua 5.1")),
+		fnEntry("ipairs", sb.baseIpairs),
+		fnEntry("pairs", sb.basePairs),
+		lib("coroutine", sb.openCoroutine(L)),
+		lib("table", sb.openTable(L)),
+		lib("string", sb.openString(L)),
+		lib("math", sb.openMath(L)),
+	)
+	gb.ops = append(gb.ops, simOp{key: lua.LString("debug")})
+	sb.addFields(L, g, gb,
+		lib("cjson", sb.openCjson(L)),
+		lib("struct", sb.openStruct(L)),
+		lib("cmsgpack", sb.openCmsgpack(L)),
+		lib("bit", sb.openBit(L)),
+		lib("redis", sb.openRedis(L)),
+	)
+	gb.ops = append(gb.ops, simOp{key: lua.LString("debug"), del: true})
+	sb.addFields(L, g, gb, valEntry("__redis__err__handler", sb.errHandler))
+	gb.ops = append(gb.ops, simOp{key: lua.LString("KEYS")}, simOp{key: lua.LString("ARGV")})
 
 	// the string metatable: methods on strings
 	stringReal := sb.proxies[g.RawGetString("string").(*lua.LTable)]
@@ -107,19 +132,16 @@ func newSandbox(e *Engine) *sandbox {
 	shown.RawSetString("__index", g.RawGetString("string"))
 	sb.stringMeta = sb.protect(L, shown, nil)
 
-	// _G: the metatable scripts see is read-only too
-	shownMeta := L.NewTable()
-	shownMeta.RawSetString("__index", gmeta.RawGetString("__index"))
-	sb.gproxy = sb.protect(L, g, sb.protect(L, shownMeta, nil))
-	g.RawSetString("_G", sb.gproxy)
-
-	// the environment of compiled chunks
+	// The environment of compiled chunks. It must hold nothing but the
+	// hidden functions: any key present in it could be assigned without
+	// going through __newindex.
 	env := L.NewTable()
 	env.RawSetString(hidBudget, L.NewFunction(e.hiddenBudget))
 	env.RawSetString(hidConcat, L.NewFunction(e.hiddenConcat))
 	env.RawSetString(hidForNum, L.NewFunction(e.hiddenForNum))
 	env.RawSetString(hidLen, L.NewFunction(e.hiddenLen))
 	env.RawSetString(hidUnm, L.NewFunction(e.hiddenUnm))
+	env.RawSetString(hidTable, L.NewFunction(e.hiddenTable))
 	for op := range arithEvents {
 		env.RawSetString(hidArith+string(op), L.NewFunction(e.hiddenArith(op)))
 	}
@@ -216,9 +238,51 @@ func stringArray(L *lua.LState, items [][]byte) *lua.LTable {
 	return t
 }
 
-// register adds Go functions to a library table.
-func register(L *lua.LState, t *lua.LTable, funcs map[string]lua.LGFunction) {
-	for name, fn := range funcs {
-		t.RawSetString(name, L.NewFunction(fn))
+// libEntry is one field of a library table: a Go function or a value.
+type libEntry struct {
+	name string
+	fn   lua.LGFunction
+	val  lua.LValue
+}
+
+func fnEntry(name string, fn lua.LGFunction) libEntry { return libEntry{name: name, fn: fn} }
+func valEntry(name string, v lua.LValue) libEntry      { return libEntry{name: name, val: v} }
+
+// tableBuild remembers how a table of the environment was built, so that
+// pairs visits it in the order Lua 5.1 would (see ltable.go).
+type tableBuild struct {
+	hint tableHint
+	ops  []simOp
+}
+
+// newLib builds a library table as Lua registers one: created with room
+// for nhash fields, then filled in order.
+func (sb *sandbox) newLib(L *lua.LState, nhash int, entries ...libEntry) *lua.LTable {
+	t := L.NewTable()
+	b := &tableBuild{hint: tableHint{0, nhash}}
+	if sb.e.run.active {
+		// made by a script (cjson.new): remembered for the run only
+		if sb.e.run.builds == nil {
+			sb.e.run.builds = make(map[*lua.LTable]*tableBuild)
+		}
+		sb.e.run.builds[t] = b
+	} else {
+		sb.builds[t] = b
+	}
+	sb.addFields(L, t, b, entries...)
+	return t
+}
+
+// addFields adds fields to a library table, after the ones it has.
+func (sb *sandbox) addFields(L *lua.LState, t *lua.LTable, b *tableBuild, entries ...libEntry) {
+	for _, en := range entries {
+		v := en.val
+		if en.fn != nil {
+			v = L.NewFunction(en.fn)
+		}
+		if t.RawGetString(en.name) == lua.LNil {
+			b.ops = append(b.ops, simOp{key: lua.LString(en.name)})
+		}
+		t.RawSetString(en.name, v)
 	}
 }

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,7 +84,14 @@ func (s *Server) topology(c *conn) (topology, bool, error) {
 	t := topology{leader: -1, term: rv.Term(), applied: rv.AppliedIndex()}
 	remembered := s.discovery().lastLeader()
 	me := rv.ID()
+	if slices.IndexFunc(members, func(m cluster.Member) bool { return m.ID == me }) < 0 {
+		// Joining, or removed: still this node's own line.
+		members = append([]cluster.Member{{ID: me}}, members...)
+	}
 	for _, m := range members {
+		if m.ID == me && m.RESPAddr == "" {
+			m.RESPAddr = s.Addr().String()
+		}
 		if m.RESPAddr == "" {
 			continue // not yet reachable by clients
 		}
@@ -400,21 +409,12 @@ func (e replyErr) RedisError() string { return string(e) }
 // key, or of its hash tag (the part between the first '{' and the next
 // '}', if not empty), modulo 16384.
 func KeySlot(key []byte) int {
-	if i := indexByte(key, '{'); i >= 0 {
-		if j := indexByte(key[i+1:], '}'); j > 0 {
+	if i := bytes.IndexByte(key, '{'); i >= 0 {
+		if j := bytes.IndexByte(key[i+1:], '}'); j > 0 {
 			key = key[i+1 : i+1+j]
 		}
 	}
 	return int(crc16(key) & (numSlots - 1))
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
 }
 
 // crc16 is CRC-16/XMODEM (polynomial 0x1021, initial value 0), as Redis

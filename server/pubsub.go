@@ -156,14 +156,25 @@ func (h *Hub) unsubscribeAll(c *conn) {
 	}
 }
 
-// Deliver sends each message to this node's subscribers: channel
-// subscribers, then pattern subscribers (SPUBLISH: shard channel
-// subscribers). It returns the number of deliveries.
+// Deliver sends each message to this node's subscribers and returns the
+// total number of deliveries.
 func (h *Hub) Deliver(msgs []fsm.Publish) int {
+	n := 0
+	for _, c := range h.DeliverEach(msgs) {
+		n += c
+	}
+	return n
+}
+
+// DeliverEach sends each message to this node's subscribers: channel
+// subscribers, then pattern subscribers (SPUBLISH: shard channel
+// subscribers). It returns the number of deliveries of each message.
+func (h *Hub) DeliverEach(msgs []fsm.Publish) []int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	n := 0
-	for _, m := range msgs {
+	counts := make([]int, len(msgs))
+	for i, m := range msgs {
+		n := 0
 		if m.Shard {
 			for _, c := range h.subs[subShard][string(m.Channel)] {
 				frame := resp.ArrayReply(resp.BulkString("smessage"), resp.BulkReply(m.Channel), resp.BulkReply(m.Message)).Append(nil)
@@ -171,6 +182,7 @@ func (h *Hub) Deliver(msgs []fsm.Publish) int {
 					n++
 				}
 			}
+			counts[i] = n
 			continue
 		}
 		var frame []byte
@@ -193,8 +205,9 @@ func (h *Hub) Deliver(msgs []fsm.Publish) int {
 				}
 			}
 		}
+		counts[i] = n
 	}
-	return n
+	return counts
 }
 
 func cmdSubscribe(c *conn, args [][]byte)  { c.srv.hub.subscribe(c, subChannel, args[1:]) }

@@ -51,6 +51,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		heartbeat   = fs.Duration("heartbeat-timeout", 500*time.Millisecond, "Raft: how long a follower waits for the leader before an election")
 		election    = fs.Duration("election-timeout", 500*time.Millisecond, "Raft: how long a candidate waits before a new election")
 		lease       = fs.Duration("leader-lease", 250*time.Millisecond, "Raft: how long a leader stays leader without hearing from a quorum")
+		masterName  = fs.String("master-name", "mymaster", "the master `name` Sentinel clients ask for (the Raft leader)")
+		sentinelAt  = fs.String("sentinel-addr", "", "also serve on this `host:port` (such as 127.0.0.1:26379), for clients that expect Sentinels on a port of their own")
 		showVersion = fs.Bool("version", false, "print the version and exit")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -69,6 +71,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	if *masterName == "" || strings.ContainsAny(*masterName, " \t\r\n") {
+		return fmt.Errorf("bad --master-name %q: want a non-empty name without spaces", *masterName)
+	}
 	peerList, err := parsePeers(*peers)
 	if err != nil {
 		return err
@@ -92,11 +97,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		HeartbeatTimeout:  *heartbeat,
 		ElectionTimeout:   *election,
 		LeaderLease:       *lease,
+		MasterName:        *masterName,
+		SentinelAddr:      *sentinelAt,
 	})
 	if err != nil {
 		return err
 	}
-	logger.Info("deadbolt ready", "addr", node.Addr(), "version", version, "raft", *raftAddr != "" || *dataDir != "")
+	logger.Info("deadbolt ready", "addr", node.Addr(), "sentinel", node.SentinelAddr(), "version", version, "raft", *raftAddr != "" || *dataDir != "")
 	<-ctx.Done()
 	logger.Info("shutting down")
 	// A leader hands over leadership before it stops.

@@ -4,21 +4,29 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
-// Timeouts for one reply, for one pushed message, and for dialing.
+// Timeouts for one reply, for one pushed message, and for dialing. A reply
+// may take long under -race: a script that recurses until the Lua stack
+// overflows takes seconds there.
 const (
-	replyTimeout = 5 * time.Second
+	replyTimeout = 30 * time.Second
 	pushTimeout  = 2 * time.Second
 	dialTimeout  = 5 * time.Second
 	// maxFailures consecutive steps without a reply from a server end the
 	// run: the server hangs, and every further step would wait too.
 	maxFailures = 3
 )
+
+// errClosed is a connection the server closed: after QUIT, or after a
+// protocol error. Both servers closing counts as agreement.
+var errClosed = errors.New("connection closed")
 
 // Mismatch is one step whose replies differ.
 type Mismatch struct {
@@ -91,7 +99,7 @@ func (r *runner) do(s Step) bool {
 	for i, sd := range r.sides {
 		vals[i], errs[i] = sd.roundTrip(s)
 		switch {
-		case errs[i] == nil:
+		case errs[i] == nil || errs[i] == errClosed:
 			sd.failures = 0
 		case s.Kind == Send:
 			// A message that never arrives (Recv) is a finding; a
@@ -100,6 +108,7 @@ func (r *runner) do(s Step) bool {
 		}
 	}
 	switch {
+	case errs[0] == errClosed && errs[1] == errClosed:
 	case errs[0] != nil || errs[1] != nil:
 		r.mismatch(s, describe(vals[0], errs[0]), describe(vals[1], errs[1]))
 	case !Equal(vals[0], vals[1], s.Opts):
@@ -124,9 +133,16 @@ func (sd *side) roundTrip(s Step) (Value, error) {
 		return Value{}, err
 	}
 	if s.Kind == Send {
+		req := s.Args[0]
+		if !s.Opts.Raw {
+			req = appendCommand(nil, s.Args)
+		}
 		_ = c.c.SetWriteDeadline(time.Now().Add(replyTimeout))
-		if _, err := c.c.Write(appendCommand(nil, s.Args)); err != nil {
+		if _, err := c.c.Write(req); err != nil {
 			sd.drop(s.Opts.Conn)
+			if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+				return Value{}, errClosed
+			}
 			return Value{}, fmt.Errorf("write: %w", err)
 		}
 	}
@@ -144,8 +160,11 @@ func (sd *side) roundTrip(s Step) (Value, error) {
 		if !timedOut || s.Kind != Recv {
 			sd.drop(s.Opts.Conn)
 		}
-		if timedOut {
+		switch {
+		case timedOut:
 			return Value{}, fmt.Errorf("no reply within %v", timeout)
+		case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
+			return Value{}, errClosed
 		}
 		return Value{}, fmt.Errorf("read: %w", err)
 	}

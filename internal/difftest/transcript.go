@@ -38,6 +38,7 @@ type Options struct {
 	Shape       bool     // only the types and array lengths must agree
 	Any         bool     // read both replies, compare nothing
 	Skip        []string // in a field/value array, ignore these fields' values
+	Raw         bool     // send the single argument's bytes as they are
 }
 
 // defaultTolerance is ttl's tolerance when none is given: enough for the
@@ -95,6 +96,11 @@ func ParseFile(path string) (*Transcript, error) {
 //	any          read both replies, compare nothing
 //	skip=FIELD   in a field/value array, ignore FIELD's value (HELLO's id); repeatable
 //	connN        use connection N (1 to 9) instead of 1; each is opened when first used
+//	raw          send the one argument's bytes as they are, not as a RESP array:
+//	             inline commands and malformed requests (>raw "PING\r\n")
+//
+// A connection the server closes reads as "connection closed"; when both
+// servers close it, the step agrees.
 func Parse(name string, r io.Reader) (*Transcript, error) {
 	t := &Transcript{Name: name, Defs: map[string]string{}}
 	sc := bufio.NewScanner(r)
@@ -171,6 +177,9 @@ func Parse(name string, r io.Reader) (*Transcript, error) {
 			}
 			if len(args) == 0 {
 				return nil, errf("> without a command")
+			}
+			if opts.Raw && len(args) != 1 {
+				return nil, errf("raw takes one (quoted) argument, got %d", len(args))
 			}
 			step.Kind, step.Args = Send, args
 			t.Steps = append(t.Steps, step)
@@ -263,6 +272,8 @@ func parseOptions(s string) (Options, error) {
 			o.Shape = true
 		case key == "any" && !hasVal:
 			o.Any = true
+		case key == "raw" && !hasVal:
+			o.Raw = true
 		case key == "skip" && hasVal && val != "":
 			o.Skip = append(o.Skip, val)
 		case strings.HasPrefix(key, "conn") && !hasVal:

@@ -28,6 +28,7 @@ func TestTranscriptsParse(t *testing.T) {
 		"> ECHO x${lua}",
 		"@waitgone k1 k2",
 		">anyerr,shape,any,sortedpairs X",
+		`>raw,conn3 "PING\r\n"`,
 	}, "\n")
 	tr, err := Parse("t.txt", strings.NewReader(src))
 	if err != nil {
@@ -47,6 +48,7 @@ func TestTranscriptsParse(t *testing.T) {
 		{Line: 14, Kind: Send, Args: args("ECHO", "x${lua}"), Opts: none},
 		{Line: 15, Text: "@waitgone k1 k2", Kind: WaitGone, Args: args("k1", "k2"), Opts: none},
 		{Line: 16, Kind: Send, Args: args("X"), Opts: Options{Conn: 1, Tolerance: -1, AnyErr: true, Shape: true, Any: true, SortedPairs: true}},
+		{Line: 17, Kind: Send, Args: args("PING\r\n"), Opts: Options{Conn: 3, Tolerance: -1, Raw: true}},
 	}
 	if len(tr.Steps) != len(want) {
 		t.Fatalf("got %d steps, want %d: %+v", len(tr.Steps), len(want), tr.Steps)
@@ -74,6 +76,7 @@ func TestTranscriptsParseErrors(t *testing.T) {
 		{">conn10 PING", "t.txt:1: conn10"},
 		{">sorted,sortedpairs X", "t.txt:1: sorted and sortedpairs"},
 		{"<conn2 PING", "t.txt:1: < takes options only"},
+		{">raw PING x", "t.txt:1: raw takes one"},
 		{"@define x\nreturn 1", "t.txt:1: @define x has no @end"},
 		{"@define x\n@end\n@define x\n@end", "t.txt:3: x defined twice"},
 		{"@define a b", "t.txt:1: want @define NAME"},
