@@ -65,6 +65,9 @@ func RunClusterT(tb testing.TB, n int, opts ...ClusterOption) *Cluster {
 		// Keep the ports: a restarted node comes back where it was.
 		cfg.Addr = node.Addr()
 		cfg.RaftAddr = node.raft.RaftAddr()
+		if a := node.SentinelAddr(); a != "" {
+			cfg.SentinelAddr = a
+		}
 		c.cfgs = append(c.cfgs, cfg)
 		c.ids = append(c.ids, id)
 		c.addrs = append(c.addrs, cfg.Addr)

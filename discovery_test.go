@@ -315,6 +315,15 @@ func TestSentinelFailoverClientFollowsLeader(t *testing.T) {
 	if v, err := rdb.Get(ctx, "k").Result(); err != nil || v != "v1" {
 		t.Fatalf("GET k after failover = %q, %v", v, err)
 	}
+
+	// The crashed node comes back on its Sentinel port, and names the leader.
+	c.Restart(old)
+	rs := redis.NewSentinelClient(&redis.Options{Addr: sentinels[old], MaxRetries: -1})
+	t.Cleanup(func() { rs.Close() })
+	waitUntil(t, 15*time.Second, "the restarted node's Sentinel to name the leader", func() bool {
+		addr, err := rs.GetMasterAddrByName(ctx, "mymaster").Result()
+		return err == nil && len(addr) == 2 && net.JoinHostPort(addr[0], addr[1]) == c.Addr(nl)
+	})
 }
 
 var nodeLineRE = regexp.MustCompile(`^([0-9a-f]{40}) ([0-9.]+):(\d+)@(\d+) (myself,)?(master|slave) (-|[0-9a-f]{40}) 0 (\d+) (\d+) connected( 0-16383)?$`)
@@ -421,6 +430,7 @@ func TestClusterAPIFormats(t *testing.T) {
 		// start-up.
 		rc.must("*2\r\n$1\r\n0\r\n:0\r\n", "PUBSUB", "SHARDNUMSUB", "0")
 		rc.must(":0\r\n", "PUBSUB", "NUMPAT")
+		rc.must(":0\r\n", "SPUBLISH", "", "") // newer Redisson's probe
 		rc.must("+OK\r\n", "READONLY")
 		rc.must("+OK\r\n", "READWRITE")
 		rc.must("+OK\r\n", "ASKING")

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 )
@@ -17,6 +18,9 @@ type acquirer struct {
 	// giveUp, when set, runs when the caller stops waiting (fair lock:
 	// leave the queue). It gets a fresh context.
 	giveUp func(ctx context.Context)
+	// undo, when set with check, releases what an attempt cut short by
+	// the caller's context may have taken after all.
+	undo func(ctx context.Context)
 	// channel and policy: where wake-ups come from. Empty channel: spin
 	// (exponential back-off, no pub/sub).
 	channel string
@@ -37,12 +41,24 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, a *acquirer) (
 		defer cancel()
 	}
 	timedOut := func(err error) bool {
-		return wait > 0 && err == context.DeadlineExceeded && !time.Now().Before(deadline)
+		return wait > 0 && errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(deadline)
 	}
 	defer func() {
-		if !ok && a.giveUp != nil {
-			gctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			a.giveUp(gctx)
+		if ok {
+			return
+		}
+		if a.giveUp != nil || (a.undo != nil && ctx.Err() != nil) {
+			fresh, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if a.giveUp != nil {
+				a.giveUp(fresh)
+			}
+			// The last attempt may have been cut off after the server
+			// ran it: do not leave a lock behind that nobody renews.
+			if a.undo != nil && ctx.Err() != nil {
+				if held, err := a.check(fresh); err == nil && held {
+					a.undo(fresh)
+				}
+			}
 			cancel()
 		}
 		if timedOut(err) {

@@ -253,6 +253,9 @@ func (p *pubsub) opContext() (context.Context, context.CancelFunc) {
 func (p *pubsub) conn() (*redis.PubSub, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return nil, 0
+	}
 	if p.ps == nil {
 		p.ps = p.c.rdb.Subscribe(context.Background())
 		p.gen++
@@ -265,6 +268,9 @@ func (p *pubsub) conn() (*redis.PubSub, int) {
 
 func (p *pubsub) apply(op subOp) {
 	ps, _ := p.conn()
+	if ps == nil {
+		return
+	}
 	ctx, cancel := p.opContext()
 	defer cancel()
 	if !op.subscribe {

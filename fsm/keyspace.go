@@ -108,6 +108,7 @@ func (c *Ctx) put(key []byte, v *Value) {
 	c.db.keys[k] = v
 	if v.Deadline != 0 {
 		c.f.expires.add(c.dbIndex, k, v.Deadline)
+		c.f.expires.compact(&c.f.dbs)
 	}
 }
 
@@ -125,6 +126,7 @@ func (c *Ctx) setDeadline(key []byte, v *Value, deadline int64) {
 	v.Deadline = deadline
 	if deadline != 0 {
 		c.f.expires.add(c.dbIndex, string(key), deadline)
+		c.f.expires.compact(&c.f.dbs)
 	}
 }
 
@@ -201,7 +203,10 @@ func (c *Ctx) flush(db int) {
 // active expiry removes them in the same order on every node. Entries are
 // not removed when a deadline changes; a popped entry whose deadline no
 // longer matches the key is skipped.
-type expiryIndex struct{ h expiryHeap }
+type expiryIndex struct {
+	h     expiryHeap
+	after int // heap size after the last compaction
+}
 
 type expiryEntry struct {
 	deadline int64
@@ -233,6 +238,31 @@ func (h *expiryHeap) Pop() any {
 
 func (x *expiryIndex) add(db int, key string, deadline int64) {
 	heap.Push(&x.h, expiryEntry{deadline: deadline, db: db, key: key})
+}
+
+// compact drops stale and duplicate entries once the heap has grown to
+// four times its size after the last compaction (keys renewed or deleted
+// long before their deadline leave entries behind). Which keys active
+// expiry removes, and in what order, does not change: only entries it
+// would skip are dropped.
+func (x *expiryIndex) compact(dbs *[NumDBs]*keyspace) {
+	if len(x.h) < 4096 || len(x.h) < 4*x.after {
+		return
+	}
+	seen := make(map[expiryEntry]bool, len(x.h)/2)
+	kept := x.h[:0]
+	for _, e := range x.h {
+		v := dbs[e.db].keys[e.key]
+		if v == nil || v.Deadline != e.deadline || seen[e] {
+			continue
+		}
+		seen[e] = true
+		kept = append(kept, e)
+	}
+	clear(x.h[len(kept):])
+	x.h = kept
+	heap.Init(&x.h)
+	x.after = len(x.h)
 }
 
 func (x *expiryIndex) dropDB(db int) {

@@ -298,10 +298,14 @@ func (s *simTable) resize(nasize, nhsize int) {
 }
 
 // luaOrder returns the keys of t in the order Lua 5.1's next visits them.
+// It charges the work budget by the size of the table.
 func (e *Engine) luaOrder(t *lua.LTable) []lua.LValue {
 	var keys []lua.LValue
 	for k, _ := t.Next(lua.LNil); k != lua.LNil; k, _ = t.Next(k) {
 		keys = append(keys, k)
+	}
+	if e.run.active {
+		e.charge(e.L, int64(len(keys)))
 	}
 	if len(keys) < 2 {
 		return keys

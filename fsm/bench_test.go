@@ -1,0 +1,82 @@
+package fsm
+
+import (
+	"strconv"
+	"testing"
+)
+
+// The lock and unlock scripts of a Redisson-style reentrant lock, as a
+// client sends them (written for these benchmarks).
+const (
+	benchLock = `if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+return redis.call('pttl', KEYS[1])`
+	benchUnlock = `if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end
+local n = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if n > 0 then redis.call('pexpire', KEYS[1], ARGV[2]) return 0 end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+return 1`
+)
+
+func BenchmarkApplySet(b *testing.B) {
+	f := New(Options{})
+	defer f.Close()
+	cmd := Command{Args: toArgs([]string{"SET", "k", "v", "PX", "30000"})}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		f.Apply(int64(i), cmd)
+	}
+}
+
+func BenchmarkReadGet(b *testing.B) {
+	f := New(Options{})
+	defer f.Close()
+	f.Apply(0, Command{Args: toArgs([]string{"SET", "k", "v"})})
+	cmd := Command{Args: toArgs([]string{"GET", "k"})}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		f.Read(int64(i), cmd)
+	}
+}
+
+// BenchmarkEvalLockUnlock applies the lock script then the unlock script
+// (EVALSHA, as Redisson 3.46+ sends them): one lock+unlock pair per op.
+func BenchmarkEvalLockUnlock(b *testing.B) {
+	f := New(Options{})
+	defer f.Close()
+	lockSHA := f.Apply(0, Command{Args: toArgs([]string{"SCRIPT", "LOAD", benchLock})}).Reply.String()
+	unlockSHA := f.Apply(0, Command{Args: toArgs([]string{"SCRIPT", "LOAD", benchUnlock})}).Reply.String()
+	lock := Command{Args: toArgs([]string{"EVALSHA", lockSHA, "1", "{lock}", "30000", "uuid:1"})}
+	unlock := Command{Args: toArgs([]string{"EVALSHA", unlockSHA, "2", "{lock}", "redisson_lock__channel:{lock}", "0", "30000", "uuid:1"})}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if r := f.Apply(int64(i), lock); r.Reply.Type != 0 {
+			b.Fatalf("lock: %q", r.Reply.Append(nil))
+		}
+		if r := f.Apply(int64(i), unlock); r.Reply.Int != 1 {
+			b.Fatalf("unlock: %q", r.Reply.Append(nil))
+		}
+	}
+}
+
+func BenchmarkSnapshot10k(b *testing.B) {
+	f := New(Options{})
+	defer f.Close()
+	for i := 0; i < 10000; i++ {
+		f.Apply(0, Command{Args: toArgs([]string{"HSET", "lock:" + strconv.Itoa(i), "uuid:1", "1"})})
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := f.Snapshot(discard{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
