@@ -252,18 +252,33 @@ func TestSentinelAPICluster(t *testing.T) {
 	}
 }
 
-// go-redis's FailoverClient, given the nodes' Sentinel ports, writes to
-// the leader and follows it through a leader crash, told by
-// +switch-master.
+// go-redis's FailoverClient, given the nodes as Sentinels (their client
+// ports, or --sentinel-addr ports), writes to the leader and follows it
+// through a leader crash, told by +switch-master.
 func TestSentinelFailoverClientFollowsLeader(t *testing.T) {
-	c := runCluster(t, func(_ int, cfg *Config) { cfg.SentinelAddr = "127.0.0.1:0" })
+	t.Run("client ports", func(t *testing.T) { testFailoverClient(t, false) })
+	t.Run("sentinel ports", func(t *testing.T) { testFailoverClient(t, true) })
+}
+
+func testFailoverClient(t *testing.T, sentinelPorts bool) {
+	var opts []ClusterOption
+	if sentinelPorts {
+		opts = append(opts, func(_ int, cfg *Config) { cfg.SentinelAddr = "127.0.0.1:0"; cfg.MasterName = "locks" })
+	}
+	c := runCluster(t, opts...)
 	ctx := context.Background()
+	name := "mymaster"
 	var sentinels []string
-	for _, n := range c.Nodes {
-		sentinels = append(sentinels, n.SentinelAddr())
+	for i, n := range c.Nodes {
+		if sentinelPorts {
+			name = "locks"
+			sentinels = append(sentinels, n.SentinelAddr())
+		} else {
+			sentinels = append(sentinels, c.Addr(i))
+		}
 	}
 	rdb := redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName: "mymaster", SentinelAddrs: sentinels,
+		MasterName: name, SentinelAddrs: sentinels,
 		DialTimeout: time.Second, ReadTimeout: 5 * time.Second, MaxRetries: -1,
 	})
 	t.Cleanup(func() { rdb.Close() })
@@ -284,7 +299,7 @@ func TestSentinelFailoverClientFollowsLeader(t *testing.T) {
 
 	// Watch +switch-master on a follower's Sentinel port.
 	f := c.Followers()[0]
-	sc := redis.NewSentinelClient(&redis.Options{Addr: c.Nodes[f].SentinelAddr()})
+	sc := redis.NewSentinelClient(&redis.Options{Addr: sentinels[f]})
 	t.Cleanup(func() { sc.Close() })
 	ps := sc.Subscribe(ctx, "+switch-master")
 	t.Cleanup(func() { ps.Close() })
@@ -298,7 +313,7 @@ func TestSentinelFailoverClientFollowsLeader(t *testing.T) {
 	nh, np := hostPort(t, c.Addr(nl))
 	select {
 	case msg := <-ps.Channel():
-		if want := fmt.Sprintf("mymaster %s %s %s %s", oh, op, nh, np); msg.Payload != want {
+		if want := fmt.Sprintf("%s %s %s %s %s", name, oh, op, nh, np); msg.Payload != want {
 			t.Errorf("+switch-master %q, want %q", msg.Payload, want)
 		}
 	case <-time.After(15 * time.Second):
@@ -321,7 +336,7 @@ func TestSentinelFailoverClientFollowsLeader(t *testing.T) {
 	rs := redis.NewSentinelClient(&redis.Options{Addr: sentinels[old], MaxRetries: -1})
 	t.Cleanup(func() { rs.Close() })
 	waitUntil(t, 15*time.Second, "the restarted node's Sentinel to name the leader", func() bool {
-		addr, err := rs.GetMasterAddrByName(ctx, "mymaster").Result()
+		addr, err := rs.GetMasterAddrByName(ctx, name).Result()
 		return err == nil && len(addr) == 2 && net.JoinHostPort(addr[0], addr[1]) == c.Addr(nl)
 	})
 }

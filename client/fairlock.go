@@ -64,6 +64,7 @@ func (l *FairLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool
 		channel: l.channel,
 		policy:  wakeLock,
 		check:   l.heldAfterUnknown,
+		undo:    func(ctx context.Context) { _ = l.Unlock(ctx) },
 		attempt: func(ctx context.Context) (bool, time.Duration, error) {
 			ok, ttl, err := pttlReply(l.c.run(ctx, script, keys, ms(lease), l.field, waitMS, nowMillis()))
 			if script == scriptFairTryLock && !ok {

@@ -59,6 +59,7 @@ func (l *FencedLock) TryLockAndGetToken(ctx context.Context, wait, lease time.Du
 			token, err = l.Token(ctx)
 			return err == nil, err
 		},
+		undo: func(ctx context.Context) { _ = l.Unlock(ctx) },
 		attempt: func(ctx context.Context) (bool, time.Duration, error) {
 			v, err := l.c.run(ctx, scriptFencedLock, []string{l.name, l.tokenKey}, ms(lease), l.field).Int64Slice()
 			if err != nil {

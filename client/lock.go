@@ -51,7 +51,7 @@ func (l *Lock) LockLease(ctx context.Context, lease time.Duration) error {
 // lease 0 keeps it alive with the watchdog until Unlock. It reports false
 // with a nil error when wait ran out.
 func (l *Lock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
-	return l.tryLock(ctx, wait, lease, scriptLock)
+	return l.tryLock(ctx, wait, lease, scriptLock, l.Unlock)
 }
 
 // Unlock releases one hold. It returns ErrLockLost when this client took
@@ -177,7 +177,9 @@ func (l *lockBase) heldAfterUnknown(ctx context.Context) (bool, error) {
 
 // tryLock runs the wait loop around a script with Redisson's lock replies
 // (nil: acquired; integer: the holder's PTTL).
-func (l *lockBase) tryLock(ctx context.Context, wait, lease time.Duration, script *redis.Script) (bool, error) {
+// undo is the handle's Unlock, used to release a hold that an attempt cut
+// short by the caller's context took after all.
+func (l *lockBase) tryLock(ctx context.Context, wait, lease time.Duration, script *redis.Script, undo func(context.Context) error) (bool, error) {
 	watchdog := lease <= 0
 	if watchdog {
 		lease = l.c.cfg.watchdog
@@ -186,6 +188,7 @@ func (l *lockBase) tryLock(ctx context.Context, wait, lease time.Duration, scrip
 		channel: l.channel,
 		policy:  wakeLock,
 		check:   l.heldAfterUnknown,
+		undo:    func(ctx context.Context) { _ = undo(ctx) },
 		attempt: func(ctx context.Context) (bool, time.Duration, error) {
 			return pttlReply(l.c.run(ctx, script, []string{l.name}, ms(lease), l.field))
 		},

@@ -92,6 +92,7 @@ func (l *ReadLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool
 		channel: l.channel,
 		policy:  wakeLock,
 		check:   l.heldAfterUnknown,
+		undo:    func(ctx context.Context) { _ = l.Unlock(ctx) },
 		attempt: func(ctx context.Context) (bool, time.Duration, error) {
 			return pttlReply(l.c.run(ctx, scriptReadLock, keys, ms(lease), l.field, l.writeField))
 		},
@@ -138,7 +139,7 @@ func (l *WriteLock) Lock(ctx context.Context) error {
 // TryLock tries to take the write lock within wait (0: one attempt;
 // negative: as long as ctx allows); lease 0 means the watchdog.
 func (l *WriteLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
-	return l.tryLock(ctx, wait, lease, scriptWriteLock)
+	return l.tryLock(ctx, wait, lease, scriptWriteLock, l.Unlock)
 }
 
 // Unlock releases one write hold; the last one wakes every waiter. See

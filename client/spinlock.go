@@ -32,7 +32,7 @@ func (l *SpinLock) Lock(ctx context.Context) error {
 // TryLock tries to take the lock within wait (0: one attempt; negative:
 // as long as ctx allows); lease 0 means the watchdog.
 func (l *SpinLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
-	return l.tryLock(ctx, wait, lease, scriptLock)
+	return l.tryLock(ctx, wait, lease, scriptLock, l.Unlock)
 }
 
 // Unlock releases one hold; see Lock.Unlock for the errors.

@@ -372,16 +372,16 @@ func callMeta(L *lua.LState, mm, a, b lua.LValue) lua.LValue {
 // t[n] is not nil and t[n+1] is nil (0 when t[1] is nil).
 func border(t *lua.LTable) int {
 	n := t.Len()
-	if t.RawGetInt(n+1) == lua.LNil {
+	if rawGetInt(t, n+1) == lua.LNil {
 		return n
 	}
 	// unbound search, as luaH_getn does beyond the array part
 	i, j := n+1, 2*(n+1)
-	for t.RawGetInt(j) != lua.LNil {
+	for rawGetInt(t, j) != lua.LNil {
 		i = j
 		if j > math.MaxInt32/2 {
 			k := 1
-			for t.RawGetInt(k) != lua.LNil {
+			for rawGetInt(t, k) != lua.LNil {
 				k++
 			}
 			return k - 1
@@ -390,7 +390,7 @@ func border(t *lua.LTable) int {
 	}
 	for j-i > 1 {
 		m := (i + j) / 2
-		if t.RawGetInt(m) == lua.LNil {
+		if rawGetInt(t, m) == lua.LNil {
 			j = m
 		} else {
 			i = m

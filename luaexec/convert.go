@@ -77,7 +77,7 @@ func (e *Engine) tableToReply(t *lua.LTable, depth int) resp.Reply {
 	}
 	var elems []resp.Reply
 	for j := 1; ; j++ {
-		v := t.RawGetInt(j)
+		v := rawGetInt(t, j)
 		if v == lua.LNil {
 			break
 		}

@@ -309,6 +309,15 @@ func (e *Engine) newState() {
 	e.sb = newSandbox(e)
 }
 
+func init() {
+	// gopher-lua fills the gap with nils when a table gets an integer key
+	// past the end of its array part: t[60000000] = 1 would allocate a
+	// gigabyte. Keys beyond this bound go to the hash part instead, so one
+	// store allocates at most a few kilobytes. (gopher-lua is used by this
+	// package only.)
+	lua.MaxArrayIndex = 128
+}
+
 // Lua 5.1 limits that scripts can observe.
 const (
 	callStackSize = 20000 // LUAI_MAXCALLS

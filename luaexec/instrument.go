@@ -62,6 +62,7 @@ const (
 	bytesPerUnit    = 4   // strings built: one unit per this many bytes
 
 	costStackOverflow = 45_000_000 // a stack overflow caught by pcall
+	costOrderKey      = 20         // each key when pairs starts over a table
 )
 
 type instrumenter struct {

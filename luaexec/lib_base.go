@@ -168,7 +168,7 @@ func (sb *sandbox) baseIpairs(L *lua.LState) int {
 func (sb *sandbox) ipairsAuxFn(L *lua.LState) int {
 	t := checkTable(L, 1)
 	i := checkInt(L, 2) + 1
-	v := sb.real(t).RawGetInt(i)
+	v := rawGetInt(sb.real(t), i)
 	if v == lua.LNil {
 		return 0
 	}
@@ -328,7 +328,7 @@ func (sb *sandbox) baseUnpack(L *lua.LState) int {
 	}
 	sb.e.charge(L, n)
 	for k := i; k <= j; k++ {
-		L.Push(t.RawGetInt(k))
+		L.Push(rawGetInt(t, k))
 	}
 	return int(n)
 }

@@ -260,7 +260,7 @@ func (enc *jsonEncoder) value(v lua.LValue, depth int) {
 				if i > 1 {
 					enc.buf = append(enc.buf, ',')
 				}
-				enc.value(t.RawGetInt(i), depth)
+				enc.value(rawGetInt(t, i), depth)
 			}
 			enc.buf = append(enc.buf, ']')
 			return

@@ -37,7 +37,7 @@ func (sb *sandbox) tabConcat(L *lua.LState) int {
 	}
 	var b strings.Builder
 	for ; i <= last; i++ {
-		v := t.RawGetInt(i)
+		v := rawGetInt(t, i)
 		var s string
 		switch x := v.(type) {
 		case lua.LString:
@@ -96,7 +96,7 @@ func (sb *sandbox) tabForeachi(L *lua.LState) int {
 		sb.e.charge(L, 1)
 		L.Push(f)
 		L.Push(lua.LNumber(i))
-		L.Push(real.RawGetInt(i))
+		L.Push(rawGetInt(real, i))
 		sb.e.callLua(L, 2, 1)
 		if r := L.Get(-1); r != lua.LNil {
 			return 1
@@ -147,7 +147,7 @@ func (sb *sandbox) tabInsert(L *lua.LState) int {
 		sb.checkWritable(L, t)
 		sb.e.charge(L, int64(e-pos))
 		for i := e; i > pos; i-- {
-			t.RawSetInt(i, t.RawGetInt(i-1))
+			t.RawSetInt(i, rawGetInt(t, i-1))
 		}
 	default:
 		runError(L, "wrong number of arguments to 'insert'")
@@ -166,9 +166,9 @@ func (sb *sandbox) tabRemove(L *lua.LState) int {
 	}
 	sb.checkWritable(L, t)
 	sb.e.charge(L, int64(e-pos))
-	v := t.RawGetInt(pos)
+	v := rawGetInt(t, pos)
 	for ; pos < e; pos++ {
-		t.RawSetInt(pos, t.RawGetInt(pos+1))
+		t.RawSetInt(pos, rawGetInt(t, pos+1))
 	}
 	t.RawSetInt(e, lua.LNil)
 	L.Push(v)
@@ -199,7 +199,7 @@ func (sb *sandbox) tabSort(L *lua.LState) int {
 	return 0
 }
 
-func (s *sorter) get(i int) lua.LValue { return s.sb.real(s.t).RawGetInt(i) }
+func (s *sorter) get(i int) lua.LValue { return rawGetInt(s.sb.real(s.t), i) }
 
 func (s *sorter) set(i int, v lua.LValue) {
 	if !s.ok {

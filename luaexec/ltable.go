@@ -305,9 +305,20 @@ func (e *Engine) luaOrder(t *lua.LTable) []lua.LValue {
 		keys = append(keys, k)
 	}
 	if e.run.active {
-		e.charge(e.L, int64(len(keys)))
+		e.charge(e.L, int64(len(keys))*costOrderKey)
 	}
 	if len(keys) < 2 {
+		return keys
+	}
+	// a pure sequence 1..n is visited in order
+	seq := true
+	for i, k := range keys {
+		if n, ok := k.(lua.LNumber); !ok || n != lua.LNumber(i+1) {
+			seq = false
+			break
+		}
+	}
+	if seq {
 		return keys
 	}
 	s := &simTable{e: e}
@@ -337,7 +348,7 @@ func (e *Engine) luaOrder(t *lua.LTable) []lua.LValue {
 	}
 	order := make([]lua.LValue, 0, len(keys))
 	for i, ok := range s.array {
-		if ok && t.RawGetInt(i+1) != lua.LNil {
+		if ok && rawGetInt(t, i+1) != lua.LNil {
 			order = append(order, lua.LNumber(i+1))
 		}
 	}
@@ -415,4 +426,14 @@ func (e *Engine) objectAddress(v lua.LValue) uint64 {
 		r.ids[v] = id
 	}
 	return 0x10000000 + id*0x40
+}
+
+// rawGetInt reads t[i] wherever gopher-lua keeps it (integer keys from
+// lua.MaxArrayIndex on live in the hash part, where LTable.RawGetInt does
+// not look).
+func rawGetInt(t *lua.LTable, i int) lua.LValue {
+	if i >= 1 && i < lua.MaxArrayIndex {
+		return t.RawGetInt(i)
+	}
+	return t.RawGetH(lua.LNumber(i))
 }

@@ -435,8 +435,7 @@ func crc16(b []byte) uint16 {
 }
 
 // infoCluster is INFO's cluster section: enabled on a member of a Raft
-// cluster, which answers CLUSTER commands. (info.go still prints
-// cluster_enabled:0 everywhere; it should call this.)
+// cluster, which answers CLUSTER commands.
 func (s *Server) infoCluster() []string {
 	if _, ok := s.backend.(raftView); ok {
 		return []string{"cluster_enabled:1"}

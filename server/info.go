@@ -108,7 +108,7 @@ func (s *Server) infoSection(name string) []string {
 	case "errorstats":
 		return s.errStats.lines()
 	case "cluster":
-		return []string{"cluster_enabled:0"}
+		return s.infoCluster()
 	case "keyspace":
 		return s.infoKeyspace()
 	}
