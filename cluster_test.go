@@ -320,3 +320,117 @@ func TestClusterWaitRoleInfo(t *testing.T) {
 		t.Fatalf("leader INFO replication:\n%s %v", info, err)
 	}
 }
+
+// The Redisson-style lock and unlock scripts (see fsm/bench_test.go).
+const (
+	rLock = `if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+return redis.call('pttl', KEYS[1])`
+	rUnlock = `if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end
+local n = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if n > 0 then redis.call('pexpire', KEYS[1], ARGV[2]) return 0 end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+return 1`
+	rRenew = `if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return 1
+end
+return 0`
+)
+
+// A Redisson lock taken through a follower (EVALSHA) survives the leader's
+// death: the other owner gets a PTTL on the new leader, the watchdog's
+// renew works there, the TTL keeps counting, and the unlock wakes a
+// subscriber connected to another node.
+func TestClusterRedissonLockFailover(t *testing.T) {
+	c := RunClusterT(t, 3)
+	ctx := context.Background()
+	old := c.Leader()
+	f := c.Followers()
+	owner1 := client(t, c.Addr(f[0]))
+	lockSHA, err := owner1.ScriptLoad(ctx, rLock).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := owner1.EvalSha(ctx, lockSHA, []string{"{res}"}, 30000, "uuid-1:1").Result(); err != redis.Nil {
+		t.Fatalf("first acquire = %v, %v (want nil)", r, err)
+	}
+	c.Kill(old)
+	nl := c.WaitNewLeader(old)
+	var survivor int
+	for _, i := range c.Followers() {
+		survivor = i
+	}
+	owner2 := client(t, c.Addr(nl))
+	// EVALSHA works on the new leader: the script cache is replicated.
+	pttl, err := owner2.EvalSha(ctx, lockSHA, []string{"{res}"}, 30000, "uuid-2:1").Int64()
+	if err != nil || pttl <= 0 || pttl > 30000 {
+		t.Fatalf("second owner on new leader = %d, %v (want the holder's PTTL)", pttl, err)
+	}
+	c.Clock.Advance(20 * time.Second)
+	renewed, err := client(t, c.Addr(survivor)).Eval(ctx, rRenew, []string{"{res}"}, 30000, "uuid-1:1").Int()
+	if err != nil || renewed != 1 {
+		t.Fatalf("renew = %d, %v", renewed, err)
+	}
+	if p, err := owner2.PTTL(ctx, "{res}").Result(); err != nil || p <= 25*time.Second {
+		t.Fatalf("PTTL after renew = %v, %v", p, err)
+	}
+	sub := client(t, c.Addr(survivor)).Subscribe(ctx, "redisson_lock__channel:{res}")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := owner2.Eval(ctx, rUnlock, []string{"{res}", "redisson_lock__channel:{res}"}, 0, 30000, "uuid-1:1").Int()
+	if err != nil || r != 1 {
+		t.Fatalf("unlock = %d, %v", r, err)
+	}
+	msg, err := sub.ReceiveMessage(ctx)
+	if err != nil || msg.Payload != "0" {
+		t.Fatalf("wake-up = %+v, %v", msg, err)
+	}
+	if r, err := owner2.EvalSha(ctx, lockSHA, []string{"{res}"}, 30000, "uuid-2:1").Result(); err != redis.Nil {
+		t.Fatalf("second owner after unlock = %v, %v (want nil)", r, err)
+	}
+}
+
+// Time does not run while there is no leader: a lock's TTL is the same
+// after a leaderless pause as before it.
+func TestClusterTimeStopsWithoutLeader(t *testing.T) {
+	c := RunClusterT(t, 3)
+	ctx := context.Background()
+	l := c.Leader()
+	cl := client(t, c.Addr(l))
+	if err := cl.Set(ctx, "lock", "x", 10*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := cl.PTTL(ctx, "lock").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No quorum: two nodes down; the clock moves 30 s meanwhile.
+	f := c.Followers()
+	c.Kill(f[0])
+	c.Kill(f[1])
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Nodes[l].raft.IsLeader() {
+		if time.Now().After(deadline) {
+			t.Fatal("leader without quorum never stepped down")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.Clock.Advance(30 * time.Second)
+	c.Restart(f[0])
+	c.Restart(f[1])
+	nl := c.WaitLeader()
+	after, err := client(t, c.Addr(nl)).PTTL(ctx, "lock").Result()
+	if err != nil || after <= 0 {
+		t.Fatalf("lock expired during a leaderless pause: PTTL %v, %v", after, err)
+	}
+	if after > before {
+		t.Fatalf("TTL grew: %v then %v", before, after)
+	}
+}

@@ -66,7 +66,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, a *acquirer) (
 		}
 	}()
 
-	ok, ttl, err := c.try(ctx, wait != 0, a)
+	ok, _, err = c.try(ctx, wait != 0, a)
 	if err != nil || ok || wait == 0 {
 		return ok, err
 	}
@@ -81,6 +81,7 @@ func (c *Client) acquire(ctx context.Context, wait time.Duration, a *acquirer) (
 	}
 	spin := time.Millisecond
 	for {
+		var ttl time.Duration
 		ok, ttl, err = c.try(ctx, true, a)
 		if err != nil || ok {
 			return ok, err

@@ -53,8 +53,22 @@ func TestClusterLeaderKill(t *testing.T) {
 	must(t, err)
 	must(t, fenced.Unlock(ctx))
 
+	// A fair lock, a semaphore and a latch, waited on across the kill.
+	fairHolder := f0.NewFairLock("fair")
+	must(t, fairHolder.Lock(ctx))
+	fairWaiter := f1.NewFairLock("fair")
+	fairWon := goDo(func() error { return fairWaiter.Lock(ctx) })
+	sem := f0.NewSemaphore("sem")
+	mustTrue(t)(sem.TrySetPermits(ctx, 0))
+	semGot := goDo(func() error { return f1.NewSemaphore("sem").Acquire(ctx, 1) })
+	latch := f0.NewCountDownLatch("latch")
+	mustTrue(t)(latch.TrySetCount(ctx, 1))
+	latchOpen := goDo(func() error { return f1.NewCountDownLatch("latch").Await(ctx) })
+
 	eventually(t, 5*time.Second, "waiters asleep", func() bool {
-		return waiters(f1, "redisson_lock__channel:{held}") == 1 && waiters(f1, "redisson_lock__channel:{doomed}") == 1
+		return waiters(f1, "redisson_lock__channel:{held}") == 1 && waiters(f1, "redisson_lock__channel:{doomed}") == 1 &&
+			waiters(f1, fairWaiter.channel) == 1 && waiters(f1, "redisson_sc:{sem}") == 1 &&
+			waiters(f1, "redisson_countdownlatch__channel__{latch}") == 1
 	})
 
 	// Contention across the failover, from both followers.
@@ -136,6 +150,29 @@ func TestClusterLeaderKill(t *testing.T) {
 	}
 	must(t, heldWaiter.Unlock(ctx))
 	must(t, doomedWaiter.Unlock(ctx))
+
+	// The other waiters too: still out, and woken by their release.
+	for _, w := range []struct {
+		name    string
+		ch      <-chan result
+		release func() error
+	}{
+		{"fair lock", fairWon, func() error { return fairHolder.Unlock(ctx) }},
+		{"semaphore", semGot, func() error { return sem.Release(ctx, 1) }},
+		{"latch", latchOpen, func() error { return latch.CountDown(ctx) }},
+	} {
+		select {
+		case r := <-w.ch:
+			t.Fatalf("%s waiter passed before its release (err %v)", w.name, r.err)
+		default:
+		}
+		start := time.Now()
+		must(t, w.release())
+		r := within(t, w.ch, 2*time.Second)
+		must(t, r.err)
+		t.Logf("%s waiter woken %v after its release", w.name, r.at.Sub(start))
+	}
+	must(t, fairWaiter.Unlock(ctx))
 
 	close(stop)
 	g.Wait(t)

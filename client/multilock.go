@@ -23,6 +23,18 @@ type Locker interface {
 	Name() string
 }
 
+// Every lock of the family is a Locker.
+var (
+	_ Locker = (*Lock)(nil)
+	_ Locker = (*FairLock)(nil)
+	_ Locker = (*FencedLock)(nil)
+	_ Locker = (*SpinLock)(nil)
+	_ Locker = (*ReadLock)(nil)
+	_ Locker = (*WriteLock)(nil)
+	_ Locker = (*MultiLock)(nil)
+	_ Locker = (*RedLock)(nil)
+)
+
 // leaseSetter is implemented by the locks of this package: a held lock
 // gets a new lease.
 type leaseSetter interface {

@@ -148,6 +148,10 @@ func (s *subscription) close() {
 		s.e.refs--
 		if s.e.refs == 0 && p.entries[s.e.channel] == s.e {
 			delete(p.entries, s.e.channel)
+			if s.e.marker != "" {
+				delete(p.pending, s.e.marker)
+				s.e.marker = ""
+			}
 			if !p.closed {
 				p.ops = append(p.ops, subOp{channel: s.e.channel})
 				p.poke()
@@ -292,7 +296,7 @@ func (p *pubsub) apply(op subOp) {
 // confirm sends a PING whose PONG marks e confirmed.
 func (p *pubsub) confirm(ps *redis.PubSub, e *subEntry) {
 	p.mu.Lock()
-	if e.confirmed || p.closed {
+	if e.confirmed || p.closed || p.entries[e.channel] != e {
 		p.mu.Unlock()
 		return
 	}

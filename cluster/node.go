@@ -349,11 +349,35 @@ func (n *Node) becomeLeader() {
 	base := n.state.Now()
 	n.fsm.mu.Unlock()
 	now := n.cfg.Clock.Now()
+	// Commit one entry the state machine sees before serving: the no-op and
+	// the barrier of this term are not passed to the state machine, so
+	// until a command follows them the commit index is ahead of what
+	// ReadIndex could ever wait for.
+	f := n.raft.Apply(AppendEntry(nil, Entry{Time: base, Cmd: fsm.TickCommand()}), n.cfg.CommandTimeout)
+	if err := f.Error(); err != nil {
+		n.cfg.Logger.Warn("first entry of the term failed", "term", term, "err", err)
+		return
+	}
+	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
+		return
+	}
 	n.tmu.Lock()
 	n.lead = leaderTime{ready: true, term: term, base: base, since: now}
+	n.lastProp = now
 	n.tmu.Unlock()
 	n.cfg.Logger.Info("leader ready", "id", n.cfg.ID, "term", term, "time_base", base)
 	go n.register()
+}
+
+// leaderNow is the leader's current time for entries, and false if this
+// node is not a ready leader.
+func (n *Node) leaderNow() (int64, bool) {
+	n.tmu.Lock()
+	defer n.tmu.Unlock()
+	if !n.lead.ready {
+		return 0, false
+	}
+	return n.lead.base + n.cfg.Clock.Now().Sub(n.lead.since).Milliseconds(), true
 }
 
 // stamp returns the time for the next entry, and false if this node is
@@ -392,7 +416,7 @@ func (n *Node) leaderDuties() {
 		n.fsm.mu.Lock()
 		next, ok := n.state.NextDeadline()
 		n.fsm.mu.Unlock()
-		now, _ := n.stamp()
+		now, _ := n.leaderNow()
 		switch {
 		case ok && next <= now:
 			n.proposeInternal(fsm.ReapCommand(reapBatch))

@@ -62,7 +62,7 @@ func (e *Engine) tableToReply(t *lua.LTable, depth int) resp.Reply {
 	if m, ok := t.RawGetString("map").(*lua.LTable); ok {
 		elems := []resp.Reply{}
 		m = e.sb.real(m)
-		for _, k := range e.luaOrder(m) {
+		for _, k := range e.luaOrder(nil, m) {
 			elems = append(elems, e.luaToReply(k, depth+1), e.luaToReply(m.RawGet(k), depth+1))
 		}
 		return resp.Reply{Type: resp.Array, Elems: elems}
@@ -70,7 +70,7 @@ func (e *Engine) tableToReply(t *lua.LTable, depth int) resp.Reply {
 	if s, ok := t.RawGetString("set").(*lua.LTable); ok {
 		elems := []resp.Reply{}
 		s = e.sb.real(s)
-		for _, k := range e.luaOrder(s) {
+		for _, k := range e.luaOrder(nil, s) {
 			elems = append(elems, e.luaToReply(k, depth+1))
 		}
 		return resp.Reply{Type: resp.Array, Elems: elems}

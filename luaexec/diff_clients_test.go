@@ -11,7 +11,7 @@ func TestDiffLockClients(t *testing.T) {
 	owner := "8743c9c0-0795-4907-87fd-6c719a6b4586:1"
 	cases := []diffCase{
 		{script: lockScript, keys: lockKeys, args: []string{"30000", owner}},
-		{script: lockScript, keys: lockKeys, args: []string{"30000", owner}, setup: [][]string{{"hset", "{lock}", "other:1", "1"}, {"pexpire", "{lock}", "30000"}}},
+		{script: lockScript, keys: lockKeys, args: []string{"30000", owner}, setup: [][]string{{"hset", "{lock}", "other:1", "1"}}},
 		{script: lockScript, keys: lockKeys, args: []string{"30000", owner}, setup: [][]string{{"hset", "{lock}", owner, "2"}}},
 		{script: unlockScript,
 			keys:  []string{"{lock}", "redisson_lock__channel:{lock}", "redisson_unlock_latch:{lock}:req1"},

@@ -231,6 +231,10 @@ func chunkID(source string, n int) string {
 // nil when the script is cached (EVALSHA). keys and argv become KEYS and
 // ARGV. The reply is what EVAL replies.
 func (e *Engine) Run(sha string, body []byte, keys, argv [][]byte, c Caller) (reply resp.Reply) {
+	if e.run.active {
+		// a Caller running EVAL from inside a script: Redis refuses it too
+		return resp.Err("ERR This Redis command is not allowed from script")
+	}
 	if sha == "" {
 		if body == nil {
 			return resp.Err(msgNoScript)
@@ -274,6 +278,7 @@ func (e *Engine) execute(sha string, s *script, keys, argv [][]byte, c Caller) r
 	L.SetTop(0)
 	L.Push(s.fn)
 	err := L.PCall(0, 1, e.sb.errHandler)
+	e.run.active = false // nothing below may charge the budget
 	if e.run.fatal != nil {
 		L.SetTop(0)
 		return e.run.fatal.reply()
@@ -298,12 +303,11 @@ func (e *Engine) newState() {
 		e.L.Close()
 	}
 	e.L = lua.NewState(lua.Options{
-		SkipOpenLibs:        true,
-		CallStackSize:       callStackSize,
-		RegistrySize:        1024 * 16,
-		RegistryMaxSize:     1024 * 1024,
-		RegistryGrowStep:    1024 * 16,
-		MinimizeStackMemory: false,
+		SkipOpenLibs:     true,
+		CallStackSize:    callStackSize,
+		RegistrySize:     1024 * 16,
+		RegistryMaxSize:  1024 * 1024,
+		RegistryGrowStep: 1024 * 16,
 	})
 	e.gen++
 	e.sb = newSandbox(e)

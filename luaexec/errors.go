@@ -121,13 +121,6 @@ func checkNumber(L *lua.LState, n int) float64 {
 	return 0
 }
 
-func optNumber(L *lua.LState, n int, def float64) float64 {
-	if L.Get(n) == lua.LNil {
-		return def
-	}
-	return checkNumber(L, n)
-}
-
 // checkInt is luaL_checkint.
 func checkInt(L *lua.LState, n int) int {
 	return int(toCInt(checkNumber(L, n)))

@@ -34,14 +34,13 @@ import (
 
 // Names of the hidden functions.
 const (
-	hidBudget  = "\x00budget"
-	hidConcat  = "\x00concat"
-	hidForNum  = "\x00fornum"
-	hidLen     = "\x00len"
-	hidUnm     = "\x00unm"
-	hidTable   = "\x00table"
-	hidArith   = "\x00arith" // prefix; the operator character follows
-	hidArgPlus = hidArith + "+"
+	hidBudget = "\x00budget"
+	hidConcat = "\x00concat"
+	hidForNum = "\x00fornum"
+	hidLen    = "\x00len"
+	hidUnm    = "\x00unm"
+	hidTable  = "\x00table"
+	hidArith  = "\x00arith" // prefix; the operator character follows
 )
 
 // Costs. A unit is roughly one VM instruction (a few nanoseconds); things

@@ -139,7 +139,7 @@ func (sb *sandbox) baseSetmetatable(L *lua.LState) int {
 
 func (sb *sandbox) baseNext(L *lua.LState) int {
 	t := checkTable(L, 1)
-	k, v := sb.e.next(sb.real(t), L.Get(2))
+	k, v := sb.e.next(L, sb.real(t), L.Get(2))
 	if k == lua.LNil {
 		L.Push(lua.LNil)
 		return 1
@@ -347,7 +347,18 @@ func (e *Engine) callLua(L *lua.LState, nargs, nret int) {
 // basePcall is Redis's pcall: like Lua's, but an error raised as a table
 // with an 'err' string (redis.call's errors) is returned as that string.
 func (e *Engine) basePcall(L *lua.LState) int {
-	checkAny(L, 1)
+	if L.GetTop() == 0 {
+		// Redis's pcall calls the 'true' it inserts for the status.
+		L.Push(lua.LFalse)
+		L.Push(lua.LString("attempt to call a boolean value"))
+		return 2
+	}
+	if f := L.Get(1); !callable(L, f) {
+		L.SetTop(0)
+		L.Push(lua.LFalse)
+		L.Push(lua.LString("attempt to call a " + typeName(f) + " value"))
+		return 2
+	}
 	if e.run.cdepth+1 >= maxCCalls {
 		L.SetTop(0)
 		L.Push(lua.LFalse)
@@ -375,6 +386,16 @@ func (e *Engine) basePcall(L *lua.LState) int {
 	}
 	L.Insert(lua.LTrue, 1)
 	return L.GetTop()
+}
+
+// callable reports whether v can be called (a function, or a value with a
+// __call metamethod).
+func callable(L *lua.LState, v lua.LValue) bool {
+	if _, ok := v.(*lua.LFunction); ok {
+		return true
+	}
+	_, ok := L.GetMetaField(v, "__call").(*lua.LFunction)
+	return ok
 }
 
 func errorObject(err error) lua.LValue {
@@ -410,6 +431,17 @@ func (e *Engine) baseXpcall(L *lua.LState) int {
 	if e.run.cdepth+1 >= maxCCalls {
 		L.Push(lua.LFalse)
 		L.Push(lua.LString("C stack overflow"))
+		return 2
+	}
+	if !callable(L, f) {
+		// the handler sees the error of calling f
+		L.Push(handler)
+		L.Push(lua.LString("attempt to call a " + typeName(f) + " value"))
+		e.callLua(L, 1, 1)
+		r := L.Get(-1)
+		L.SetTop(0)
+		L.Push(lua.LFalse)
+		L.Push(r)
 		return 2
 	}
 	e.run.cdepth++

@@ -38,8 +38,6 @@ func defaultCjsonConfig() cjsonConfig {
 	}
 }
 
-type cjsonState struct{}
-
 func (sb *sandbox) openCjson(L *lua.LState) *lua.LTable {
 	sb.cjsonNull = L.NewUserData()
 	return sb.newCjson(L, &sb.e.cjsonCfg)
@@ -267,7 +265,7 @@ func (enc *jsonEncoder) value(v lua.LValue, depth int) {
 		}
 		enc.buf = append(enc.buf, '{')
 		first := true
-		for _, k := range enc.e.luaOrder(t) {
+		for _, k := range enc.e.luaOrder(enc.L, t) {
 			val := t.RawGet(k)
 			enc.e.charge(enc.L, 1)
 			if !first {

@@ -162,7 +162,7 @@ func (m *msgpackEncoder) value(v lua.LValue, level int) {
 			}
 			return
 		}
-		keys := m.e.luaOrder(t)
+		keys := m.e.luaOrder(m.L, t)
 		m.header(0x80, 0xde, 0xdf, len(keys))
 		for _, k := range keys {
 			m.value(k, level+1)

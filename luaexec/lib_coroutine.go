@@ -46,7 +46,6 @@ type coroutineState struct {
 	started bool
 }
 
-
 func (e *Engine) coCreate(L *lua.LState) int {
 	th := e.newCoroutine(L)
 	e.sb.coroutines[th] = &coroutineState{fn: L.Get(1).(*lua.LFunction)}
@@ -57,7 +56,7 @@ func (e *Engine) coCreate(L *lua.LState) int {
 func coStatus(L *lua.LState) int {
 	th, ok := L.Get(1).(*lua.LState)
 	if !ok {
-		typeError(L, 1, "coroutine")
+		argError(L, 1, "coroutine expected")
 	}
 	L.Push(lua.LString(L.Status(th)))
 	return 1
@@ -99,7 +98,7 @@ func (e *Engine) resume(L *lua.LState, th *lua.LState, args []lua.LValue) ([]lua
 func (e *Engine) coResume(L *lua.LState) int {
 	th, ok := L.Get(1).(*lua.LState)
 	if !ok {
-		typeError(L, 1, "coroutine")
+		argError(L, 1, "coroutine expected")
 	}
 	args := make([]lua.LValue, 0, L.GetTop()-1)
 	for i := 2; i <= L.GetTop(); i++ {

@@ -68,7 +68,7 @@ func (sb *sandbox) tabForeach(L *lua.LState) int {
 		typeError(L, 2, "function")
 	}
 	real := sb.real(t)
-	k, v := sb.e.next(real, lua.LNil)
+	k, v := sb.e.next(L, real, lua.LNil)
 	for k != lua.LNil {
 		sb.e.charge(L, 1)
 		L.Push(f)
@@ -79,7 +79,7 @@ func (sb *sandbox) tabForeach(L *lua.LState) int {
 			return 1
 		}
 		L.Pop(1)
-		k, v = sb.e.next(real, k)
+		k, v = sb.e.next(L, real, k)
 	}
 	return 0
 }

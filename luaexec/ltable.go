@@ -298,14 +298,14 @@ func (s *simTable) resize(nasize, nhsize int) {
 }
 
 // luaOrder returns the keys of t in the order Lua 5.1's next visits them.
-// It charges the work budget by the size of the table.
-func (e *Engine) luaOrder(t *lua.LTable) []lua.LValue {
+// It charges the work budget by the size of the table when L is not nil.
+func (e *Engine) luaOrder(L *lua.LState, t *lua.LTable) []lua.LValue {
 	var keys []lua.LValue
 	for k, _ := t.Next(lua.LNil); k != lua.LNil; k, _ = t.Next(k) {
 		keys = append(keys, k)
 	}
-	if e.run.active {
-		e.charge(e.L, int64(len(keys))*costOrderKey)
+	if L != nil {
+		e.charge(L, int64(len(keys))*costOrderKey)
 	}
 	if len(keys) < 2 {
 		return keys
@@ -369,11 +369,11 @@ type tableOrder struct {
 }
 
 // next is Lua 5.1's next in Lua's order.
-func (e *Engine) next(t *lua.LTable, k lua.LValue) (lua.LValue, lua.LValue) {
+func (e *Engine) next(L *lua.LState, t *lua.LTable, k lua.LValue) (lua.LValue, lua.LValue) {
 	r := &e.run
 	o := r.orders[t]
 	if k == lua.LNil || o == nil {
-		o = &tableOrder{keys: e.luaOrder(t)}
+		o = &tableOrder{keys: e.luaOrder(L, t)}
 		if len(o.keys) > 1 {
 			if r.orders == nil {
 				r.orders = make(map[*lua.LTable]*tableOrder)
@@ -392,7 +392,7 @@ func (e *Engine) next(t *lua.LTable, k lua.LValue) (lua.LValue, lua.LValue) {
 		j, ok := o.pos[k]
 		if !ok {
 			// not in this traversal: start over from a fresh order
-			o = &tableOrder{keys: e.luaOrder(t)}
+			o = &tableOrder{keys: e.luaOrder(L, t)}
 			r.orders[t] = o
 			o.pos = make(map[lua.LValue]int, len(o.keys))
 			for j, key := range o.keys {

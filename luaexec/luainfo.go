@@ -144,7 +144,7 @@ func writesA(i uint32) bool {
 // kind is "local", "global", "field", "upvalue", "method" or "".
 func objName(p *lua.FunctionProto, pc, reg int) (kind, name string) {
 	for depth := 0; depth < 16; depth++ {
-		if n := localName(p, reg, pc); n != "" && n[0] != 0 {
+		if n := localName(p, reg, pc); n != "" && n[0] != 0 && !(n[0] == '(' && forCallSetup(p, pc)) {
 			return "local", n
 		}
 		// the last instruction before pc that stored into reg
@@ -198,6 +198,17 @@ func objName(p *lua.FunctionProto, pc, reg int) (kind, name string) {
 		return "", ""
 	}
 	return "", ""
+}
+
+// forCallSetup reports whether the instruction at pc may run before the
+// hidden locals of a for loop are active in Lua 5.1 (gopher-lua declares
+// them before it evaluates the loop's expressions).
+func forCallSetup(p *lua.FunctionProto, pc int) bool {
+	switch opCode(p.Code[pc]) {
+	case lua.OP_FORLOOP, lua.OP_FORPREP:
+		return false
+	}
+	return true
 }
 
 func describeObj(kind, name string) string {

@@ -138,11 +138,16 @@ func (p *parser) errorExpected(tok int) {
 }
 
 func (p *parser) errorLimit(limit int, what string) {
+	p.errorLimitIn(p.fs, limit, what)
+}
+
+// errorLimitIn reports that a function went over one of Lua's limits.
+func (p *parser) errorLimitIn(fs *funcState, limit int, what string) {
 	var msg string
-	if p.fs.lineDefined == 0 {
+	if fs.lineDefined == 0 {
 		msg = fmt.Sprintf("main function has more than %d %s", limit, what)
 	} else {
-		msg = fmt.Sprintf("function at line %d has more than %d %s", p.fs.lineDefined, limit, what)
+		msg = fmt.Sprintf("function at line %d has more than %d %s", fs.lineDefined, limit, what)
 	}
 	p.lx.lexError(msg, 0)
 }
@@ -233,10 +238,7 @@ func (p *parser) resolve(fs *funcState, name string, base bool) *localVar {
 		}
 	}
 	if len(fs.upvals)+1 > maxUpvalues {
-		saved := p.fs
-		p.fs = fs
-		p.errorLimit(maxUpvalues, "upvalues")
-		p.fs = saved
+		p.errorLimitIn(fs, maxUpvalues, "upvalues")
 	}
 	fs.upvals = append(fs.upvals, v)
 	return v

@@ -158,6 +158,14 @@ func (f forwardCaller) Call(args [][]byte) resp.Reply {
 	return r
 }
 
+// CheckCommand answers redis.acl_check_cmd the way a state machine could:
+// a command is known when COMMAND INFO knows it.
+func (f forwardCaller) CheckCommand(args [][]byte) (known, allowed bool) {
+	r := f.rc.do(f.tb, []byte("COMMAND"), []byte("INFO"), args[0])
+	known = r.Type == resp.Array && len(r.Elems) == 1 && r.Elems[0].Type == resp.Array
+	return known, true
+}
+
 func replyString(r resp.Reply) string { return string(r.Append(nil)) }
 
 func bulkString(s string) resp.Reply { return resp.BulkString(s) }

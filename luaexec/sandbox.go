@@ -246,7 +246,7 @@ type libEntry struct {
 }
 
 func fnEntry(name string, fn lua.LGFunction) libEntry { return libEntry{name: name, fn: fn} }
-func valEntry(name string, v lua.LValue) libEntry      { return libEntry{name: name, val: v} }
+func valEntry(name string, v lua.LValue) libEntry     { return libEntry{name: name, val: v} }
 
 // tableBuild remembers how a table of the environment was built, so that
 // pairs visits it in the order Lua 5.1 would (see ltable.go).

@@ -56,6 +56,10 @@ func (e *Engine) SetState(b []byte) error {
 			return ErrBadState
 		}
 	}
+	if vals[1] > 1 || vals[4] < 1 || vals[5] < 1 || vals[6] > 2 || vals[7] > 1 || vals[8] > 1 ||
+		vals[9] < 1 || vals[9] > 14 {
+		return ErrBadState
+	}
 	e.rand.setState(vals[0])
 	e.cjsonCfg = cjsonConfig{
 		sparseConvert: int(vals[1]), sparseRatio: int(vals[2]), sparseSafe: int(vals[3]),
