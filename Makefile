@@ -38,3 +38,19 @@ lint: ## gofmt and go vet
 
 clean: ## remove build output
 	rm -rf bin
+
+.PHONY: chaos
+chaos: ## fault-injection test, real nodes in network namespaces, needs root (DURATION=2m; TARGET=redis: Redis + Sentinel; CHAOSFLAGS)
+	$(GO) build -race -ldflags "$(LDFLAGS)" -o bin/deadbolt-race ./cmd/deadbolt
+	$(GO) build -o bin/deadbolt-chaos ./cmd/deadbolt-chaos
+	@if [ "$(TARGET)" = redis ] && ! command -v redis-sentinel >/dev/null; then apt-get update -qq && apt-get install -y -qq redis-server redis-sentinel; fi
+	./bin/deadbolt-chaos --bin bin/deadbolt-race --duration $(or $(DURATION),2m) --target $(or $(TARGET),deadbolt) $(CHAOSFLAGS)
+
+.PHONY: compat compat-deps
+compat-deps: ## install the compatibility matrix's clients when missing (Debian python3-redis, redis-tools, redis-server; npm ci)
+	@compat/matrix/deps.sh
+
+compat: compat-deps build ## client compatibility matrix: real clients × connection modes, one leader SIGKILL (COMPATFLAGS; docs/COMPATIBILITY.md)
+	$(GO) build -o bin/compat-go ./compat/matrix/go
+	$(GO) build -o bin/deadbolt-compat ./cmd/deadbolt-compat
+	./bin/deadbolt-compat $(COMPATFLAGS)

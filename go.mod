@@ -3,6 +3,7 @@ module github.com/deadbolt/deadbolt
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/armon/go-metrics v0.4.1 // indirect
 	github.com/boltdb/bolt v1.3.1 // indirect
 	github.com/bsm/redislock v0.9.4 // indirect

@@ -23,6 +23,7 @@ import (
 //     has run out;
 //   - owners on the followers keep excluding each other throughout.
 func TestClusterLeaderKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("cluster test")
 	}
@@ -200,6 +201,7 @@ func TestClusterLeaderKill(t *testing.T) {
 // wake-up message crosses from the node that applied the unlock to the
 // waiter's node.
 func TestClusterWaitAcrossNodes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("cluster test")
 	}

@@ -19,7 +19,14 @@ import (
 // deadbolt node there. Any Redis or deadbolt address works the same.
 var addr string
 
+// quiet drops go-redis's own log lines (dial failures against the
+// "down" server of the RedLock test, Sentinel discovery notes).
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
 func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{})
 	n, err := deadbolt.Start(deadbolt.Config{Addr: "127.0.0.1:0"})
 	if err != nil {
 		log.Fatal(err)

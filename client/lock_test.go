@@ -147,13 +147,14 @@ func wantHolds(tb testing.TB, l *Lock, want int) {
 // TestWatchdog: a lock taken without a lease outlives many leases while
 // held, and its lease stays short.
 func TestWatchdog(t *testing.T) {
+	t.Parallel()
 	eachServer(t, func(t *testing.T, s *server) {
 		ctx := ctxT(t, 10*time.Second)
-		const lease = 300 * time.Millisecond
+		const lease = 500 * time.Millisecond // renewed every 167ms
 		c := newClient(t, s.addr, WithWatchdogTimeout(lease))
 		l := c.NewLock("wd")
 		must(t, l.Lock(ctx))
-		time.Sleep(4 * lease)
+		time.Sleep(7 * lease / 2)
 		mustTrue(t)(l.IsHeld(ctx))
 		ttl, err := l.RemainTTL(ctx)
 		must(t, err)
@@ -176,9 +177,10 @@ func TestWatchdog(t *testing.T) {
 // TestWatchdogStops: when the watchdog stops (the process is gone), the
 // lock expires after one lease and a waiter gets it.
 func TestWatchdogStops(t *testing.T) {
+	t.Parallel()
 	eachServer(t, func(t *testing.T, s *server) {
 		ctx := ctxT(t, 10*time.Second)
-		const lease = 300 * time.Millisecond
+		const lease = 500 * time.Millisecond
 		a := newClient(t, s.addr, WithWatchdogTimeout(lease))
 		b := newClient(t, s.addr, WithWatchdogTimeout(lease))
 		la := a.NewLock("gone")
@@ -189,7 +191,7 @@ func TestWatchdogStops(t *testing.T) {
 		a.Close()
 		r := within(t, won, 3*time.Second)
 		must(t, r.err)
-		if d := r.at.Sub(stopped); d > 2*lease {
+		if d := r.at.Sub(stopped); d > lease+time.Second {
 			t.Errorf("waiter got the lock %v after the watchdog stopped, want within about one lease (%v)", d, lease)
 		}
 		if err := la.Unlock(ctx); !errors.Is(err, ErrLockLost) {
@@ -255,6 +257,7 @@ func TestWakeOnUnlock(t *testing.T) {
 }
 
 func TestTryLockTimesOut(t *testing.T) {
+	t.Parallel()
 	eachServer(t, func(t *testing.T, s *server) {
 		ctx := ctxT(t, 10*time.Second)
 		c := newClient(t, s.addr)

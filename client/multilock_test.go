@@ -3,6 +3,8 @@ package client
 import (
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // threeServers starts three independent servers of one kind, each with a
@@ -25,6 +27,7 @@ func locksOn(cs []*Client, names ...string) []Locker {
 }
 
 func TestMultiLock(t *testing.T) {
+	t.Parallel()
 	for _, kind := range serverKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := ctxT(t, 30*time.Second)
@@ -91,12 +94,16 @@ func TestMultiLock(t *testing.T) {
 }
 
 func TestRedLock(t *testing.T) {
+	t.Parallel()
 	for _, kind := range serverKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := ctxT(t, 30*time.Second)
 			us, them := threeServers(t, kind)
 			// The third server is down for us: two of three is a majority.
-			down := newClient(t, "127.0.0.1:1")
+			deadRedis := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialerRetries: 1, MaxRetries: -1})
+			t.Cleanup(func() { deadRedis.Close() })
+			down := New(deadRedis)
+			t.Cleanup(func() { down.Close() })
 			r := NewRedLock(us[0].NewLock("red"), us[1].NewLock("red"), down.NewLock("red"))
 			mustTrue(t)(r.TryLock(ctx, time.Second, 0))
 			mustTrue(t)(us[0].NewLock("red").IsLocked(ctx))

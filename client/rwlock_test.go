@@ -150,15 +150,16 @@ func TestReadWriteStress(t *testing.T) {
 // TestReadLockWatchdog: read holds are kept alive by the watchdog, hash
 // and timeout keys alike.
 func TestReadLockWatchdog(t *testing.T) {
+	t.Parallel()
 	eachServer(t, func(t *testing.T, s *server) {
 		ctx := ctxT(t, 10*time.Second)
-		const lease = 300 * time.Millisecond
+		const lease = 500 * time.Millisecond
 		c := newClient(t, s.addr, WithWatchdogTimeout(lease))
 		raw := newRedis(t, s.addr)
 		r := c.NewReadWriteLock("rwdog").ReadLock()
 		must(t, r.Lock(ctx))
 		must(t, r.Lock(ctx))
-		time.Sleep(4 * lease)
+		time.Sleep(7 * lease / 2)
 		for _, k := range []string{"rwdog", "{rwdog}:" + r.Owner().String() + ":rwlock_timeout:1", "{rwdog}:" + r.Owner().String() + ":rwlock_timeout:2"} {
 			if d := raw.PTTL(ctx, k).Val(); d <= 0 || d > lease {
 				t.Fatalf("PTTL %s = %v", k, d)

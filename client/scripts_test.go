@@ -55,10 +55,10 @@ func similar(x, y string) bool {
 			continue
 		}
 		var a, b int64
-		if _, err := fmt.Sscan(strings.Trim(fx[i], "[]{}:,"), &a); err != nil {
+		if _, err := fmt.Sscan(strings.Trim(fx[i], `[]{}:,"`), &a); err != nil {
 			return false
 		}
-		if _, err := fmt.Sscan(strings.Trim(fy[i], "[]{}:,"), &b); err != nil {
+		if _, err := fmt.Sscan(strings.Trim(fy[i], `[]{}:,"`), &b); err != nil {
 			return false
 		}
 		if a < 0 || b < 0 || a-b > 250 || b-a > 250 {
@@ -120,7 +120,9 @@ func scriptTranscript(t *testing.T, rdb *redis.Client) []string {
 	ru := func(o, req string) []string {
 		return []string{rw, "redisson_rwlock:{RW}", "{RW}:" + o + ":rwlock_timeout", "{RW}", "redisson_unlock_latch:{RW}:" + req}
 	}
-	wu := func(req string) []string { return []string{rw, "redisson_rwlock:{RW}", "redisson_unlock_latch:{RW}:" + req} }
+	wu := func(req string) []string {
+		return []string{rw, "redisson_rwlock:{RW}", "redisson_unlock_latch:{RW}:" + req}
+	}
 	step("read a", scriptReadLock, rk("a:1"), 30000, "a:1", "a:1:write")
 	step("read a again", scriptReadLock, rk("a:1"), 20000, "a:1", "a:1:write")
 	step("read b", scriptReadLock, rk("b:1"), 30000, "b:1", "b:1:write")

@@ -111,13 +111,35 @@ func (e *Engine) checkFatal(L *lua.LState) {
 	}
 }
 
-// chargeOverflow charges for a caught stack overflow. Unwinding 20000
+// chargeCaught charges for an error caught by pcall, xpcall or
+// coroutine.resume: unwinding and translating it is costly.
+func (e *Engine) chargeCaught(L *lua.LState, obj lua.LValue) {
+	e.charge(L, costError)
+	e.chargeOverflow(L, obj)
+}
+
+// chargeOverflow charges for a caught stack overflow. Unwinding 2000
 // frames costs gopher-lua time quadratic in the depth (it builds a stack
 // trace), so a script may not repeat it more than a couple of times.
 func (e *Engine) chargeOverflow(L *lua.LState, obj lua.LValue) {
 	if s, ok := obj.(lua.LString); ok && strings.HasSuffix(string(s), "stack overflow") &&
 		!strings.HasSuffix(string(s), "C stack overflow") {
 		e.charge(L, costStackOverflow)
+	}
+}
+
+// charged wraps a library function whose work grows with the length of its
+// arguments (struct's format strings): it is charged by those lengths.
+func (e *Engine) charged(f lua.LGFunction) lua.LGFunction {
+	return func(L *lua.LState) int {
+		n := 0
+		for i := 1; i <= L.GetTop(); i++ {
+			if s, ok := L.Get(i).(lua.LString); ok {
+				n += len(s)
+			}
+		}
+		e.charge(L, int64(n/bytesPerUnit+1))
+		return f(L)
 	}
 }
 
@@ -266,6 +288,12 @@ func (e *Engine) hiddenArith(op byte) lua.LGFunction {
 	event := arithEvents[op]
 	return func(L *lua.LState) int {
 		a, b := L.Get(1), L.Get(2)
+		if s, ok := a.(lua.LString); ok && len(s) > 64 {
+			e.charge(L, int64(len(s)/bytesPerUnit))
+		}
+		if s, ok := b.(lua.LString); ok && len(s) > 64 {
+			e.charge(L, int64(len(s)/bytesPerUnit))
+		}
 		x, ok1 := toNumber(a)
 		y, ok2 := toNumber(b)
 		if ok1 && ok2 {

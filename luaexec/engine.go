@@ -47,7 +47,7 @@ type Options struct {
 
 // Defaults for Options.
 const (
-	DefaultBudget         = 100_000_000
+	DefaultBudget         = 20_000_000
 	DefaultMaxStringBytes = 512 << 20
 )
 
@@ -307,7 +307,7 @@ func (e *Engine) newState() {
 		CallStackSize:    callStackSize,
 		RegistrySize:     1024 * 16,
 		RegistryMaxSize:  1024 * 1024,
-		RegistryGrowStep: 1024 * 16,
+		RegistryGrowStep: 1024 * 128,
 	})
 	e.gen++
 	e.sb = newSandbox(e)
@@ -324,6 +324,10 @@ func init() {
 
 // Lua 5.1 limits that scripts can observe.
 const (
-	callStackSize = 20000 // LUAI_MAXCALLS
+	// callStackSize bounds Lua call depth. Redis allows 20000 (LUAI_MAXCALLS);
+	// gopher-lua builds a stack trace in time quadratic in the depth when an
+	// error handler overflows a full stack, which at 20000 frames holds the
+	// apply path for seconds, so deadbolt stops at 2000.
+	callStackSize = 2000
 	maxCStack     = 8000  // LUAI_MAXCSTACK: values a C function may push
 )

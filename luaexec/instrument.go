@@ -20,17 +20,24 @@ import (
 //     operator, '%' and '^' go through hidden functions with Lua 5.1's exact
 //     string coercion, results and error messages;
 //   - numeric 'for' bounds go through a hidden coercion function, so that
-//     numeric strings are accepted as in Lua 5.1.
+//     numeric strings are accepted as in Lua 5.1;
+//   - table constructors with several named fields report their size, for
+//     Lua 5.1's order of pairs (ltable.go);
+//   - multiple assignments to locals compute every value before storing
+//     any (gopher-lua would break "a, b = b, a").
 //
 // Hidden functions live in the script's environment table under names that
 // contain a NUL byte: no Lua identifier can spell them, and the global table
-// that scripts see (_G) does not contain them.
+// that scripts see (_G) does not contain them. Each chunk copies the ones it
+// uses into locals of the same names when it starts.
 //
-// Cost model (units are abstract and deterministic; see costs below): a
-// loop iteration or a function call costs a base plus the static cost of
-// its body (statements, calls, table constructors, closures), whatever
-// branch runs; library functions charge for the bytes and elements they
-// produce; each redis.call charges a fixed amount.
+// Cost model (units are abstract and deterministic; see the constants
+// below): a loop iteration or a function call costs a base plus the static
+// cost of its body (statements, calls, table stores, constructors,
+// closures), whatever branch runs; library functions charge for the bytes
+// and elements they produce or scan; each redis.call charges a fixed amount
+// plus its bytes; a caught error charges too. Work the VM does on very long
+// strings (hashing a long key, comparing two long strings) is not counted.
 
 // Names of the hidden functions.
 const (
@@ -60,8 +67,9 @@ const (
 	costCompileByte = 1   // each byte compiled by loadstring
 	bytesPerUnit    = 4   // strings built: one unit per this many bytes
 
-	costStackOverflow = 45_000_000 // a stack overflow caught by pcall
-	costOrderKey      = 20         // each key when pairs starts over a table
+	costStackOverflow = 500_000 // a stack overflow caught by pcall (unwinding 2000 frames)
+	costOrderKey      = 20      // each key when pairs starts over a table
+	costError         = 100     // each error caught by pcall
 )
 
 type instrumenter struct {

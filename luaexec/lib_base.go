@@ -32,7 +32,7 @@ func (sb *sandbox) baseFuncs(L *lua.LState) []libEntry {
 		fnEntry("rawset", sb.baseRawset),
 		fnEntry("select", baseSelect),
 		fnEntry("setmetatable", sb.baseSetmetatable),
-		fnEntry("tonumber", baseTonumber),
+		fnEntry("tonumber", e.baseTonumber),
 		fnEntry("tostring", e.baseTostring),
 		fnEntry("type", baseType),
 		fnEntry("unpack", sb.baseUnpack),
@@ -232,7 +232,10 @@ func baseSelect(L *lua.LState) int {
 	return n - i
 }
 
-func baseTonumber(L *lua.LState) int {
+func (e *Engine) baseTonumber(L *lua.LState) int {
+	if s, ok := L.Get(1).(lua.LString); ok && len(s) > 64 {
+		e.charge(L, int64(len(s)/bytesPerUnit))
+	}
 	base := optInt(L, 2, 10)
 	if base == 10 {
 		v := checkAny(L, 1)
@@ -371,7 +374,7 @@ func (e *Engine) basePcall(L *lua.LState) int {
 	if err != nil {
 		e.checkFatal(L)
 		obj := errorObject(err)
-		e.chargeOverflow(L, obj)
+		e.chargeCaught(L, obj)
 		if t, ok := obj.(*lua.LTable); ok {
 			if s, ok := t.RawGetString("err").(lua.LString); ok {
 				obj = s
@@ -451,7 +454,7 @@ func (e *Engine) baseXpcall(L *lua.LState) int {
 	if err != nil {
 		e.checkFatal(L)
 		obj := errorObject(err)
-		e.chargeOverflow(L, obj)
+		e.chargeCaught(L, obj)
 		L.SetTop(0)
 		L.Push(lua.LFalse)
 		L.Push(obj)

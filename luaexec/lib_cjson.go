@@ -233,6 +233,7 @@ func (enc *jsonEncoder) number(v lua.LValue, f float64) {
 }
 
 func (enc *jsonEncoder) value(v lua.LValue, depth int) {
+	enc.e.charge(enc.L, 1)
 	switch x := v.(type) {
 	case lua.LString:
 		enc.str(string(x))

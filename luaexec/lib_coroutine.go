@@ -87,7 +87,7 @@ func (e *Engine) resume(L *lua.LState, th *lua.LState, args []lua.LValue) ([]lua
 	if state == lua.ResumeError {
 		if err != nil {
 			obj := errorObject(err)
-			e.chargeOverflow(L, obj)
+			e.chargeCaught(L, obj)
 			return nil, obj, false
 		}
 		return nil, lua.LNil, false

@@ -12,7 +12,7 @@ import (
 func (sb *sandbox) openString(L *lua.LState) *lua.LTable {
 	e := sb.e
 	t := sb.newLib(L, 15,
-		fnEntry("byte", strByte),
+		fnEntry("byte", e.strByte),
 		fnEntry("char", e.strChar),
 		fnEntry("dump", strDump),
 		fnEntry("find", e.strFind),
@@ -133,7 +133,7 @@ func (e *Engine) strRep(L *lua.LState) int {
 	return 1
 }
 
-func strByte(L *lua.LState) int {
+func (e *Engine) strByte(L *lua.LState) int {
 	s := checkString(L, 1)
 	l := len(s)
 	posi := posrelat(optInteger(L, 2, 1), l)
@@ -151,6 +151,7 @@ func strByte(L *lua.LState) int {
 	if n+int64(L.GetTop()) > maxCStack {
 		runError(L, "stack overflow (string slice too long)")
 	}
+	e.charge(L, n)
 	for i := posi; i <= pose; i++ {
 		L.Push(lua.LNumber(s[i-1]))
 	}
@@ -168,6 +169,7 @@ func (e *Engine) strChar(L *lua.LState) int {
 		b[i-1] = byte(c)
 	}
 	e.chargeBytes(L, n)
+	e.charge(L, int64(n))
 	L.Push(lua.LString(b))
 	return 1
 }

@@ -25,9 +25,9 @@ type structHeader struct {
 
 func (sb *sandbox) openStruct(L *lua.LState) *lua.LTable {
 	return sb.newLib(L, 3,
-		fnEntry("pack", structPack),
-		fnEntry("unpack", structUnpack),
-		fnEntry("size", structSize),
+		fnEntry("pack", sb.e.charged(structPack)),
+		fnEntry("unpack", sb.e.charged(structUnpack)),
+		fnEntry("size", sb.e.charged(structSize)),
 	)
 }
 

@@ -51,6 +51,7 @@ func (sb *sandbox) tabConcat(L *lua.LState) int {
 		if i != last {
 			n += len(sep)
 		}
+		e.charge(L, 1)
 		e.growBytes(L, b.Len(), n)
 		b.WriteString(s)
 		if i != last {

@@ -37,7 +37,7 @@ func (sb *sandbox) openRedis(L *lua.LState) *lua.LTable {
 		num("REDIS_VERSION_NUM", redisVersionNum),
 		valEntry("REDIS_VERSION", lua.LString(redisVersion)),
 		fnEntry("setresp", e.redisSetresp),
-		fnEntry("sha1hex", redisSha1hex),
+		fnEntry("sha1hex", e.redisSha1hex),
 		fnEntry("error_reply", redisErrorReply),
 		fnEntry("status_reply", redisStatusReply),
 		fnEntry("set_repl", e.redisSetRepl),
@@ -124,7 +124,7 @@ func (e *Engine) redisGenericCall(L *lua.LState, raise bool) int {
 	return 1
 }
 
-func redisSha1hex(L *lua.LState) int {
+func (e *Engine) redisSha1hex(L *lua.LState) int {
 	if L.GetTop() != 1 {
 		raiseTable(L, "wrong number of arguments")
 	}
@@ -135,6 +135,7 @@ func redisSha1hex(L *lua.LState) int {
 	case lua.LNumber:
 		s = fmtNumber(float64(v))
 	}
+	e.charge(L, int64(len(s)/bytesPerUnit))
 	sum := sha1.Sum([]byte(s))
 	L.Push(lua.LString(hex.EncodeToString(sum[:])))
 	return 1
@@ -198,6 +199,7 @@ func (e *Engine) redisLog(L *lua.LState) int {
 		}
 		b = append(b, s...)
 	}
+	e.charge(L, int64(len(b)/bytesPerUnit))
 	e.opt.Logger(LogLevel(level), string(b))
 	return 0
 }

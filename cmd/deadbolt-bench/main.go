@@ -90,6 +90,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 // target is one server being measured.
 type target struct {
 	name, addr, about string
+	// inProcess is set when the server runs in this process, whose CPU
+	// time then includes the load generator's.
+	inProcess bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -105,7 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("start deadbolt: %w", err)
 		}
 		defer n.Close()
-		db.addr, db.about = n.Addr(), "in-process, in memory, "+runtime.Version()
+		db.addr, db.about, db.inProcess = n.Addr(), "in-process, in memory, "+runtime.Version(), true
 	}
 	rd := target{name: "redis", addr: cfg.redisAddr, about: "external"}
 	if rd.addr == "" {
@@ -138,7 +141,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				slices.Reverse(order)
 			}
 			for _, t := range order {
-				c, err := measure(ctx, t.addr, n, cfg)
+				c, err := measure(ctx, t, n, cfg)
 				if err != nil {
 					return fmt.Errorf("%s, %d clients: %w", t.name, n, err)
 				}
@@ -158,16 +161,35 @@ func report(w io.Writer, cfg config, results map[int]map[string][]cell) error {
 		fmt.Fprintf(w, "medians of %d runs, each column separately\n", cfg.runs)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "server\tclients\tops/s\tp50\tp99\t")
+	fmt.Fprintln(tw, "server\tclients\tops/s\tp50\tp99\tcpu/op\t")
+	ratio := func(a, b float64) string {
+		if a == 0 || b == 0 {
+			return "-"
+		}
+		return strconv.FormatFloat(a/b, 'f', 2, 64)
+	}
 	for _, n := range cfg.clients {
 		d := median(results[n]["deadbolt"])
 		r := median(results[n]["redis"])
-		fmt.Fprintf(tw, "deadbolt\t%d\t%.0f\t%s\t%s\t\n", n, d.opsPerSec, us(d.p50), us(d.p99))
-		fmt.Fprintf(tw, "redis\t%d\t%.0f\t%s\t%s\t\n", n, r.opsPerSec, us(r.p50), us(r.p99))
-		fmt.Fprintf(tw, "deadbolt/redis\t%d\t%.2f\t%.2f\t%.2f\t\n", n,
-			d.opsPerSec/r.opsPerSec, float64(d.p50)/float64(r.p50), float64(d.p99)/float64(r.p99))
+		fmt.Fprintf(tw, "deadbolt\t%d\t%.0f\t%s\t%s\t%s\t\n", n, d.opsPerSec, us(d.p50), us(d.p99), cpu(d.cpuPerOp))
+		fmt.Fprintf(tw, "redis\t%d\t%.0f\t%s\t%s\t%s\t\n", n, r.opsPerSec, us(r.p50), us(r.p99), cpu(r.cpuPerOp))
+		fmt.Fprintf(tw, "deadbolt/redis\t%d\t%s\t%s\t%s\t%s\t\n", n,
+			ratio(d.opsPerSec, r.opsPerSec), ratio(float64(d.p50), float64(r.p50)),
+			ratio(float64(d.p99), float64(r.p99)), ratio(float64(d.cpuPerOp), float64(r.cpuPerOp)))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "cpu/op: the server process's CPU time (INFO cpu) per pair; - for a server in this process")
+	return nil
+}
+
+// cpu formats a server CPU time per operation, "-" if unknown.
+func cpu(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return us(d)
 }
 
 // us formats a latency in microseconds.

@@ -23,7 +23,7 @@ func TestRun(t *testing.T) {
 	}
 	rows := map[string]bool{}
 	for line := range strings.Lines(stdout.String()) {
-		if f := strings.Fields(line); len(f) == 5 {
+		if f := strings.Fields(line); len(f) == 6 {
 			rows[f[0]+" "+f[1]] = true
 		}
 	}

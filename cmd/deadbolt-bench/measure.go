@@ -34,10 +34,12 @@ type cell struct {
 	ops       int
 	opsPerSec float64
 	p50, p99  time.Duration
+	cpuPerOp  time.Duration // server CPU time per pair; 0 if unknown
 }
 
 func (c cell) String() string {
-	return fmt.Sprintf("%8.0f ops/s  p50 %s  p99 %s  (%d pairs)", c.opsPerSec, us(c.p50), us(c.p99), c.ops)
+	return fmt.Sprintf("%8.0f ops/s  p50 %s  p99 %s  cpu/op %s  (%d pairs)",
+		c.opsPerSec, us(c.p50), us(c.p99), cpu(c.cpuPerOp), c.ops)
 }
 
 // median takes the median of each statistic separately.
@@ -60,13 +62,14 @@ func median(cells []cell) cell {
 		opsPerSec: pick(func(c cell) float64 { return c.opsPerSec }),
 		p50:       time.Duration(pick(func(c cell) float64 { return float64(c.p50) })),
 		p99:       time.Duration(pick(func(c cell) float64 { return float64(c.p99) })),
+		cpuPerOp:  time.Duration(pick(func(c cell) float64 { return float64(c.cpuPerOp) })),
 	}
 }
 
-// measure runs clients workers against addr, each doing lock+unlock pairs
-// on its own lock, for cfg.warmup unmeasured and then cfg.duration.
-func measure(ctx context.Context, addr string, clients int, cfg config) (cell, error) {
-	rc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: clients, MinIdleConns: clients})
+// measure runs clients workers against the target, each doing lock+unlock
+// pairs on its own lock, for cfg.warmup unmeasured and then cfg.duration.
+func measure(ctx context.Context, t target, clients int, cfg config) (cell, error) {
+	rc := redis.NewClient(&redis.Options{Addr: t.addr, PoolSize: clients, MinIdleConns: clients})
 	defer rc.Close()
 	lockSHA, err := rc.ScriptLoad(ctx, scriptBody(lockFile)).Result()
 	if err != nil {
@@ -129,6 +132,7 @@ func measure(ctx context.Context, addr string, clients int, cfg config) (cell, e
 		})
 	}
 	<-time.After(time.Until(warmEnd))
+	cpu0, cpuErr := serverCPU(ctx, rc)
 	begin = time.Now()
 	end = begin.Add(cfg.duration)
 	close(start)
@@ -140,6 +144,8 @@ func measure(ctx context.Context, addr string, clients int, cfg config) (cell, e
 	if err := ctx.Err(); err != nil {
 		return cell{}, err
 	}
+	cpu1, err := serverCPU(ctx, rc)
+	cpuErr = errors.Join(cpuErr, err)
 
 	var all []time.Duration
 	for _, s := range samples {
@@ -149,10 +155,41 @@ func measure(ctx context.Context, addr string, clients int, cfg config) (cell, e
 		return cell{}, errors.New("no operation completed")
 	}
 	slices.Sort(all)
-	return cell{
+	c := cell{
 		ops:       len(all),
 		opsPerSec: float64(len(all)) / elapsed.Seconds(),
 		p50:       all[len(all)*50/100],
 		p99:       all[len(all)*99/100],
-	}, nil
+	}
+	if !t.inProcess && cpuErr == nil && cpu1 > cpu0 {
+		c.cpuPerOp = (cpu1 - cpu0) / time.Duration(len(all))
+	}
+	return c, nil
+}
+
+// serverCPU is the server process's user plus system CPU time, from
+// INFO cpu (Redis's fields; deadbolt reports the same).
+func serverCPU(ctx context.Context, rc *redis.Client) (time.Duration, error) {
+	info, err := rc.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	found := 0
+	for line := range strings.SplitSeq(info, "\r\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "used_cpu_sys" && k != "used_cpu_user") {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu: %s: %w", line, err)
+		}
+		total += f
+		found++
+	}
+	if found != 2 {
+		return 0, errors.New("INFO cpu: no used_cpu_sys and used_cpu_user")
+	}
+	return time.Duration(total * float64(time.Second)), nil
 }

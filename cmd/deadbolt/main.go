@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,6 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		masterName  = fs.String("master-name", "mymaster", "the master `name` Sentinel clients ask for (the Raft leader)")
 		sentinelAt  = fs.String("sentinel-addr", "", "also serve on this `host:port` (such as 127.0.0.1:26379), for clients that expect Sentinels on a port of their own")
 		showVersion = fs.Bool("version", false, "print the version and exit")
+		clockFile   = fs.String("clock-offset-file", "", "test only: add the offset in ms written in this `file` (re-read every 50 ms) to the node's clock, for fault injection")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -81,7 +84,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if (*peers != "" || *join != "") && (*raftAddr == "" || *id == "") {
 		return errors.New("--peers and --join need --id and --raft-addr")
 	}
+	var clock cluster.Clock // nil: the wall clock
+	if *clockFile != "" {
+		clock = watchClockOffset(ctx, *clockFile, logger)
+	}
 	node, err := deadbolt.Start(deadbolt.Config{
+		Clock:             clock,
 		Addr:              *addr,
 		RequirePass:       *requirepass,
 		MaxClients:        *maxClients,
@@ -129,4 +137,45 @@ func parsePeers(s string) ([]cluster.Peer, error) {
 		out = append(out, cluster.Peer{ID: id, RaftAddr: addr})
 	}
 	return out, nil
+}
+
+// offsetClock is the wall clock plus an offset (test only). time.Time.Add
+// moves the monotonic reading too, so elapsed times measured on this clock
+// jump with the offset: the worst case, a clock deadbolt cannot tell apart
+// from real time passing.
+type offsetClock struct{ off atomic.Int64 } // nanoseconds
+
+func (c *offsetClock) Now() time.Time { return time.Now().Add(time.Duration(c.off.Load())) }
+
+// watchClockOffset returns a clock whose offset follows the integer (ms) in
+// path, re-read every 50 ms; a missing or malformed file means no change.
+func watchClockOffset(ctx context.Context, path string, logger *slog.Logger) *offsetClock {
+	c := &offsetClock{}
+	read := func() {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return
+		}
+		ms, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			return
+		}
+		if old := c.off.Swap(ms * int64(time.Millisecond)); old != ms*int64(time.Millisecond) {
+			logger.Warn("clock offset changed (test only)", "offset_ms", ms, "was_ms", old/int64(time.Millisecond))
+		}
+	}
+	read()
+	go func() {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				read()
+			}
+		}
+	}()
+	return c
 }

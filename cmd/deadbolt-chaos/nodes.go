@@ -1,0 +1,307 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// node is one deadbolt process on its own host (network namespace).
+type node struct {
+	idx             int
+	id              string
+	ip, addr, raft  string
+	dir, dataDir    string
+	clockFile, logf string
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	paused  bool
+	removed bool          // taken out of the configuration by a nemesis
+	offset  time.Duration // clock offset written to clockFile
+}
+
+func (n *node) alive() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd != nil
+}
+
+// usable: running, not paused.
+func (n *node) usable() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd != nil && !n.paused
+}
+
+// db is the cluster of deadbolt processes under test.
+type db struct {
+	bin   string
+	lab   *lab
+	nodes []*node
+	extra []string // extra flags for every node
+	log   func(format string, args ...any)
+	peers string
+}
+
+func newDB(bin string, l *lab, n int, out string, extra []string, logf func(string, ...any)) (*db, error) {
+	d := &db{bin: bin, lab: l, extra: extra, log: logf}
+	var peers []string
+	for i := 0; i < n; i++ {
+		ip := hostIP(i)
+		nd := &node{idx: i, id: fmt.Sprintf("n%d", i+1), ip: ip, addr: ip + ":6379", raft: ip + ":7000",
+			dir: filepath.Join(out, fmt.Sprintf("n%d", i+1))}
+		nd.dataDir = filepath.Join(nd.dir, "data")
+		nd.clockFile = filepath.Join(nd.dir, "clock-offset-ms")
+		nd.logf = filepath.Join(out, nd.id+".log")
+		if err := os.MkdirAll(nd.dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(nd.clockFile, []byte("0\n"), 0o644); err != nil {
+			return nil, err
+		}
+		d.nodes = append(d.nodes, nd)
+		peers = append(peers, nd.id+"="+nd.raft)
+	}
+	d.peers = strings.Join(peers, ",")
+	return d, nil
+}
+
+// start starts n's process: bootstrapping with the others, or, with join
+// set, as a fresh node joining through that member.
+func (d *db) start(n *node, join string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil {
+		return nil
+	}
+	logf, err := os.OpenFile(n.logf, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(logf, "=== harness: start %s at %s (join %q)\n", n.id, time.Now().Format(time.RFC3339Nano), join)
+	args := []string{"netns", "exec", d.lab.hostNS(n.idx), d.bin,
+		"--id", n.id, "--addr", n.addr, "--raft-addr", n.raft, "--data-dir", n.dataDir,
+		"--clock-offset-file", n.clockFile, "--log-level", "info"}
+	if join != "" {
+		args = append(args, "--join", join)
+	} else {
+		args = append(args, "--peers", d.peers)
+	}
+	args = append(args, d.extra...)
+	cmd := exec.Command("ip", args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	n.cmd, n.done, n.paused = cmd, done, false
+	return nil
+}
+
+// signal sends sig to n's process, if it runs.
+func (n *node) signal(sig syscall.Signal) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return
+	}
+	n.cmd.Process.Signal(sig)
+	switch sig {
+	case syscall.SIGSTOP:
+		n.paused = true
+	case syscall.SIGCONT:
+		n.paused = false
+	}
+}
+
+// kill stops n with SIGKILL (or SIGTERM, graceful) and waits for it.
+func (n *node) kill(sig syscall.Signal) {
+	n.mu.Lock()
+	cmd, done := n.cmd, n.done
+	n.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	if sig == syscall.SIGTERM {
+		cmd.Process.Signal(syscall.SIGCONT)
+	}
+	cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+	}
+	n.mu.Lock()
+	n.cmd, n.paused = nil, false
+	n.mu.Unlock()
+}
+
+// setOffset makes n's clock run offset ahead (negative: behind).
+func (n *node) setOffset(off time.Duration) error {
+	n.mu.Lock()
+	n.offset = off
+	n.mu.Unlock()
+	tmp := n.clockFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.FormatInt(off.Milliseconds(), 10)+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, n.clockFile)
+}
+
+// adminClient is a short-lived connection for administrative commands.
+func adminClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, DisableIdentity: true,
+		DialTimeout: 300 * time.Millisecond, ReadTimeout: 6 * time.Second, WriteTimeout: time.Second,
+		PoolSize: 1, ContextTimeoutEnabled: true})
+}
+
+func (n *node) do(ctx context.Context, timeout time.Duration, args ...any) (any, error) {
+	c := adminClient(n.addr)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return c.Do(ctx, args...).Result()
+}
+
+// leader asks every usable node whom it follows and returns the node most
+// name, when a majority of the configuration agrees and that node runs.
+func (d *db) leader(ctx context.Context) (*node, error) {
+	votes := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, n := range d.nodes {
+		if !n.usable() {
+			continue
+		}
+		wg.Add(1)
+		go func(n *node) {
+			defer wg.Done()
+			r, err := n.do(ctx, 500*time.Millisecond, "RAFT", "LEADER")
+			if err != nil {
+				return
+			}
+			if a, ok := r.([]any); ok && len(a) == 2 {
+				if id, ok := a[0].(string); ok {
+					mu.Lock()
+					votes[id]++
+					mu.Unlock()
+				}
+			}
+		}(n)
+	}
+	wg.Wait()
+	best, most := "", 0
+	for id, v := range votes {
+		if v > most {
+			best, most = id, v
+		}
+	}
+	if most*2 <= d.members() {
+		return nil, errors.New("no leader agreed on by a majority")
+	}
+	for _, n := range d.nodes {
+		if n.id == best && n.usable() {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("leader %s is not running", best)
+}
+
+// members is how many nodes the harness believes are in the configuration.
+func (d *db) members() int {
+	c := 0
+	for _, n := range d.nodes {
+		n.mu.Lock()
+		if !n.removed {
+			c++
+		}
+		n.mu.Unlock()
+	}
+	return c
+}
+
+// waitLeader polls until a leader is agreed on.
+func (d *db) waitLeader(ctx context.Context, limit time.Duration) (*node, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		l, err := d.leader(ctx)
+		if err == nil {
+			return l, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// memberList is RAFT MEMBERS on n: the ids, sorted.
+func (n *node) memberList(ctx context.Context) ([]string, error) {
+	r, err := n.do(ctx, time.Second, "RAFT", "MEMBERS")
+	if err != nil {
+		return nil, err
+	}
+	rows, ok := r.([]any)
+	if !ok {
+		return nil, fmt.Errorf("RAFT MEMBERS: unexpected reply %v", r)
+	}
+	var ids []string
+	for _, row := range rows {
+		if f, ok := row.([]any); ok && len(f) > 0 {
+			ids = append(ids, fmt.Sprint(f[0]))
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// others returns the nodes other than those given.
+func (d *db) others(not ...*node) []*node {
+	var out []*node
+outer:
+	for _, n := range d.nodes {
+		for _, x := range not {
+			if n == x {
+				continue outer
+			}
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func ids(ns []*node) string {
+	var s []string
+	for _, n := range ns {
+		s = append(s, n.id)
+	}
+	return strings.Join(s, ",")
+}
+
+func idxs(ns []*node) []int {
+	var s []int
+	for _, n := range ns {
+		s = append(s, n.idx)
+	}
+	return s
+}

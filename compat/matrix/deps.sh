@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the compatibility matrix's clients when they are missing, and
+# says so (make compat-deps; docs/COMPATIBILITY.md):
+#   - Debian packages: python3-redis (redis-py), redis-tools (redis-cli),
+#     redis-server (the reference column), nodejs and npm if there is no node;
+#   - the pinned npm packages of compat/matrix/node (npm ci, from
+#     package-lock.json) when node_modules is absent or older than the lock.
+# The Go clients are Go modules of go.mod: go build fetches them.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+need=()
+/usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis)
+command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
+if ((${#need[@]})); then
+	echo "compat-deps: installing ${need[*]} (Debian packages)"
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+	# The package starts a system-wide server on 6379; the matrix starts its own.
+	if [[ " ${need[*]} " == *" redis-server "* ]]; then
+		$sudo systemctl disable --now redis-server >/dev/null 2>&1 || $sudo service redis-server stop >/dev/null 2>&1 || true
+	fi
+fi
+
+if [ ! -f node/node_modules/.package-lock.json ] || [ node/package-lock.json -nt node/node_modules/.package-lock.json ]; then
+	echo "compat-deps: installing the pinned npm packages of compat/matrix/node (npm ci)"
+	(cd node && npm ci --no-audit --no-fund --loglevel=error)
+fi
+echo "compat-deps: python3-redis $(/usr/bin/python3 -c 'import redis; print(redis.__version__)'), $(redis-cli --version), node $(node --version)," \
+	"$(cd node && node -p '["ioredis","redlock","redis-semaphore","node-redisson"].map(p => p + " " + JSON.parse(require("fs").readFileSync("node_modules/" + p + "/package.json")).version).join(", ")')"

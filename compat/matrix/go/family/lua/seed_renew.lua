@@ -1,0 +1,6 @@
+-- Redisson renewExpirationAsync (the watchdog), as quoted in /work/shared/seeds/001_44a030a3e8902194.txt (KEYS[1] lock, ARGV[1] lease ms, ARGV[2] owner)
+if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+    redis.call('pexpire', KEYS[1], ARGV[1]);
+    return 1;
+end;
+return 0;

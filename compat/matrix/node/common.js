@@ -1,0 +1,196 @@
+'use strict';
+// What every Node suite of the matrix shares: the run's environment, the
+// ioredis client for a connection mode, checks, and the failover harness.
+
+const Redis = require('ioredis');
+
+const START = Date.now();
+
+function log(msg) {
+  process.stdout.write(`${((Date.now() - START) / 1000).toFixed(3).padStart(7)}s ${msg}\n`);
+}
+
+class Fail extends Error {}
+
+function expect(cond, msg) {
+  if (!cond) throw new Fail(msg);
+}
+
+// expectReject runs fn and fails unless it throws; it returns the error.
+async function expectReject(fn, what, test) {
+  try {
+    await fn();
+  } catch (e) {
+    if (test && !test(e)) throw new Fail(`${what}: threw ${e && e.name}: ${e && e.message}, not the error expected`);
+    return e;
+  }
+  throw new Fail(`${what}: did not throw`);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function split(v) {
+  return (v || '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+function hostPort(addr) {
+  const i = addr.lastIndexOf(':');
+  return { host: addr.slice(0, i), port: Number(addr.slice(i + 1)) };
+}
+
+class Env {
+  constructor(mode) {
+    this.mode = mode;
+    this.phase = process.env.COMPAT_PHASE || 'check';
+    this.addrs = split(process.env.COMPAT_ADDRS);
+    this.direct = process.env.COMPAT_DIRECT || this.addrs[0];
+    this.sentinels = split(process.env.COMPAT_SENTINELS);
+    this.master = process.env.COMPAT_MASTER || 'mymaster';
+    this.prefix = process.env.COMPAT_PREFIX || `compat-node-${Date.now()}:`;
+    this.dead = process.env.COMPAT_DEAD || '';
+    this.limitMs = 1000 * parseFloat((process.env.COMPAT_TIMEOUT || '90s').replace(/s$/, ''));
+    this.clients = [];
+  }
+
+  key(name) {
+    return this.prefix + name;
+  }
+
+  // options are the ioredis options for the mode, as an application
+  // writes them: one address (single, direct), the Sentinels (sentinel) or
+  // the cluster's nodes (cluster).
+  options() {
+    switch (this.mode) {
+      case 'single':
+      case 'direct':
+        return { kind: 'redis', options: { ...hostPort(this.direct) } };
+      case 'sentinel':
+        return { kind: 'redis', options: { sentinels: this.sentinels.map(hostPort), name: this.master } };
+      case 'cluster':
+        return { kind: 'cluster', nodes: this.addrs.map(hostPort), options: {} };
+    }
+    throw new Fail(`no ioredis client for mode ${this.mode}`);
+  }
+
+  client() {
+    const o = this.options();
+    const c = o.kind === 'cluster' ? new Redis.Cluster(o.nodes, o.options) : new Redis(o.options);
+    c.on('error', (e) => log(`ioredis error: ${e.message}`));
+    this.clients.push(c);
+    return c;
+  }
+
+  // nodes returns one client per independent node (redlock3).
+  nodes() {
+    return this.addrs.map((a) => {
+      const c = new Redis(hostPort(a));
+      c.on('error', (e) => log(`ioredis error: ${e.message}`));
+      this.clients.push(c);
+      return c;
+    });
+  }
+
+  // deadNode is a client of an address nothing listens on.
+  deadNode() {
+    expect(this.dead, 'COMPAT_DEAD is not set');
+    const c = new Redis({ ...hostPort(this.dead), maxRetriesPerRequest: 0, retryStrategy: () => 200, enableOfflineQueue: false });
+    c.on('error', () => {});
+    this.clients.push(c);
+    return c;
+  }
+
+  async close() {
+    await Promise.allSettled(this.clients.map((c) => c.quit().catch(() => c.disconnect())));
+    for (const c of this.clients) c.disconnect();
+  }
+}
+
+// failover runs two workers that contend for one lock (each worker's
+// cycle(hold) tries once, calls hold when granted, and releases); it prints
+// READY once both have held it and, after KILLED on stdin, returns once
+// the lock has been granted three more times by cycles begun after the
+// kill. Two holders at once fail the run; errors are allowed only after
+// the kill.
+async function failover(env, makeCycle) {
+  const st = { inside: 0, overlap: null, grants: [0, 0], killedAt: null, after: 0, errsBefore: 0, errsAfter: 0, lastErr: '' };
+  let stop = false;
+  const hold = async () => {
+    st.inside++;
+    if (st.inside > 1) st.overlap = `${st.inside} holders of the lock`;
+    await sleep(20);
+    st.inside--;
+  };
+  const workers = [0, 1].map(async (w) => {
+    const cycle = await makeCycle(w);
+    while (!stop) {
+      const began = Date.now();
+      let err = null;
+      let ok = false;
+      try {
+        ok = await withTimeout(cycle(hold), 6000);
+      } catch (e) {
+        err = `${e && e.name}: ${e && e.message}`;
+      }
+      if (stop) break;
+      if (err) {
+        if (st.killedAt !== null) st.errsAfter++;
+        else st.errsBefore++;
+        st.lastErr = err;
+        log(`worker ${w}: ${err}`);
+      } else if (ok) {
+        st.grants[w]++;
+        if (st.killedAt !== null && began > st.killedAt) st.after++;
+      }
+      await sleep(err ? 150 : 80);
+    }
+  });
+  let killed = false;
+  let eof = false;
+  let buf = '';
+  process.stdin.setEncoding('utf8');
+  process.stdin.on('data', (d) => {
+    buf += d;
+    if (buf.split('\n').some((l) => l.trim() === 'KILLED')) killed = true;
+  });
+  process.stdin.on('end', () => { eof = true; });
+  const deadline = START + env.limitMs;
+  let ready = false;
+  try {
+    for (;;) {
+      if (st.overlap) throw new Fail(`mutual exclusion broken: ${st.overlap}`);
+      if (st.errsBefore) throw new Fail(`${st.errsBefore} errors before the leader was killed; last: ${st.lastErr}`);
+      if (!ready && st.grants[0] && st.grants[1]) {
+        ready = true;
+        log('both workers have held the lock');
+        process.stdout.write('READY\n');
+      }
+      if (st.killedAt !== null && st.after >= 3) {
+        log(`RECOVERED: ${st.after} grants ${((Date.now() - st.killedAt) / 1000).toFixed(1)}s after the kill, ${st.errsAfter} errors meanwhile (last: ${st.lastErr})`);
+        return;
+      }
+      if (killed && st.killedAt === null) {
+        st.killedAt = Date.now();
+        log('KILLED received');
+      }
+      if (eof && !killed) throw new Fail('stdin closed before KILLED');
+      if (Date.now() > deadline) {
+        throw new Fail(`deadline: ready=${ready} grants=${st.grants} after kill=${st.after} errors after kill=${st.errsAfter} (last: ${st.lastErr})`);
+      }
+      await sleep(20);
+    }
+  } finally {
+    stop = true;
+    process.stdin.pause();
+    await Promise.race([Promise.allSettled(workers), sleep(7000)]);
+  }
+}
+
+function withTimeout(p, ms) {
+  let t;
+  return Promise.race([
+    p.finally(() => clearTimeout(t)),
+    new Promise((_, reject) => { t = setTimeout(() => reject(new Error(`cycle took over ${ms} ms`)), ms); }),
+  ]);
+}
+
+module.exports = { Env, Fail, expect, expectReject, failover, log, sleep, hostPort };
