@@ -254,7 +254,11 @@ func (h *harness) redisReport() int {
 	fmt.Fprintf(&b, "\nlocks acquired: %d (%d critical sections)\n", acquired, len(w.sections))
 	fmt.Fprintf(&b, "two clients held the same lock at once: %d times\n", overlaps)
 	fmt.Fprintf(&b, "a holder was told, within its lease, that it no longer held the lock: %d times\n", lost)
-	fmt.Fprintf(&b, "guard-list anomalies (acknowledged fenced writes lost, owners interleaved, ...): %d\n", len(guards))
+	byCheck := map[string]int{}
+	for _, v := range guards {
+		byCheck[v.Check]++
+	}
+	fmt.Fprintf(&b, "guard-list anomalies: %d %v (guard-lost: an acknowledged fenced write is gone after failover)\n", len(guards), byCheck)
 	for _, kind := range []string{"register", "list"} {
 		r := chaos.CheckLinear(w.ops, kind, h.cfg.checkTimeout)
 		fmt.Fprintf(&b, "linearizability of %s: %s (%d operations)\n", kind, r.Result, r.Ops)
