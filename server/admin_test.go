@@ -215,6 +215,7 @@ func TestClientKill(t *testing.T) {
 	// SKIPME no kills the caller too, after its reply.
 	v6 := dial(t, s.addr)
 	v6.must(status("PONG"), "ping")
+	waitFor(t, "only me and v6", func() bool { return len(s.clients()) == 2 })
 	me.send("client", "kill", "user", "default", "skipme", "no")
 	if got := me.expectClosed(); got != integer(2) {
 		t.Fatalf("CLIENT KILL SKIPME no: %q", got)

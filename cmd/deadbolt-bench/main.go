@@ -51,6 +51,12 @@ type config struct {
 	deadboltAddr string
 	redisAddr    string
 	redisServer  string
+
+	cluster     bool     // the replicated table instead of the single-node one
+	systems     []string // with cluster: which of deadbolt, redis, etcd
+	deadboltBin string
+	etcdBin     string
+	workDir     string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -68,8 +74,20 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.deadboltAddr, "deadbolt-addr", "", "measure the deadbolt at `host:port` instead of starting one in-process")
 	fs.StringVar(&cfg.redisAddr, "redis-addr", "", "measure the redis-server at `host:port` instead of starting one")
 	fs.StringVar(&cfg.redisServer, "redis-server", "redis-server", "redis-server `binary` to start")
+	fs.BoolVar(&cfg.cluster, "cluster", false, "measure a three-node deadbolt cluster (bin/deadbolt processes, data on disk), redis-server with appendfsync always and a three-member etcd cluster instead")
+	systems := fs.String("systems", "deadbolt,redis,etcd", "with -cluster: comma-separated systems to measure")
+	fs.StringVar(&cfg.deadboltBin, "deadbolt-bin", "bin/deadbolt", "with -cluster: deadbolt `binary` to start")
+	fs.StringVar(&cfg.etcdBin, "etcd", "etcd", "with -cluster: etcd `binary` to start (Debian etcd-server)")
+	fs.StringVar(&cfg.workDir, "work-dir", "", "with -cluster: `directory` under which the servers' data directories are made (default: $TMPDIR); it must be on a real disk for the fsync figures to mean anything")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	for f := range strings.SplitSeq(*systems, ",") {
+		f = strings.TrimSpace(f)
+		if !slices.Contains([]string{"deadbolt", "redis", "etcd"}, f) {
+			return cfg, fmt.Errorf("-systems: %q is not deadbolt, redis or etcd", f)
+		}
+		cfg.systems = append(cfg.systems, f)
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -93,12 +111,20 @@ type target struct {
 	// inProcess is set when the server runs in this process, whose CPU
 	// time then includes the load generator's.
 	inProcess bool
+	// pids, when set, are the server processes whose CPU time (from
+	// /proc) counts for cpu/op instead of INFO cpu.
+	pids []int
+	// measure measures the target; nil means the Redisson scripts.
+	measure func(ctx context.Context, t target, clients int, cfg config) (cell, error)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if cfg.cluster {
+		return runCluster(ctx, cfg, stdout, stderr)
 	}
 
 	db := target{name: "deadbolt", addr: cfg.deadboltAddr, about: "external"}
@@ -112,7 +138,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	rd := target{name: "redis", addr: cfg.redisAddr, about: "external"}
 	if rd.addr == "" {
-		addr, stop, err := startRedis(ctx, cfg.redisServer)
+		addr, stop, err := startRedis(ctx, cfg.redisServer, redisNoPersistence)
 		if err != nil {
 			return err
 		}
@@ -132,20 +158,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout)
 
-	// results[clients][server] holds one cell per run.
+	results, err := measureAll(ctx, cfg, targets, stderr)
+	if err != nil {
+		return err
+	}
+	return report(stdout, cfg, results)
+}
+
+// measureAll measures every target with every number of clients, cfg.runs
+// times, rotating the targets' order from one cell to the next and from
+// one run to the next. results[clients][target] holds one cell per run.
+func measureAll(ctx context.Context, cfg config, targets []target, stderr io.Writer) (map[int]map[string][]cell, error) {
 	results := map[int]map[string][]cell{}
 	for r := range cfg.runs {
 		for i, n := range cfg.clients {
 			order := slices.Clone(targets)
-			if (r+i)%2 == 1 {
-				slices.Reverse(order)
-			}
+			k := (r + i) % len(order)
+			order = append(order[k:], order[:k]...)
 			for _, t := range order {
-				c, err := measure(ctx, t, n, cfg)
-				if err != nil {
-					return fmt.Errorf("%s, %d clients: %w", t.name, n, err)
+				m := t.measure
+				if m == nil {
+					m = measure
 				}
-				fmt.Fprintf(stderr, "run %d/%d  %-8s clients=%-3d %s\n", r+1, cfg.runs, t.name, n, c)
+				c, err := m(ctx, t, n, cfg)
+				if err != nil {
+					return nil, fmt.Errorf("%s, %d clients: %w", t.name, n, err)
+				}
+				fmt.Fprintf(stderr, "run %d/%d  %-16s clients=%-3d %s\n", r+1, cfg.runs, t.name, n, c)
 				if results[n] == nil {
 					results[n] = map[string][]cell{}
 				}
@@ -153,7 +192,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	return report(stdout, cfg, results)
+	return results, nil
 }
 
 func report(w io.Writer, cfg config, results map[int]map[string][]cell) error {
@@ -162,12 +201,6 @@ func report(w io.Writer, cfg config, results map[int]map[string][]cell) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "server\tclients\tops/s\tp50\tp99\tcpu/op\t")
-	ratio := func(a, b float64) string {
-		if a == 0 || b == 0 {
-			return "-"
-		}
-		return strconv.FormatFloat(a/b, 'f', 2, 64)
-	}
 	for _, n := range cfg.clients {
 		d := median(results[n]["deadbolt"])
 		r := median(results[n]["redis"])

@@ -33,13 +33,14 @@ func scriptBody(file string) string {
 type cell struct {
 	ops       int
 	opsPerSec float64
-	p50, p99  time.Duration
+	p50, p99  time.Duration // of the whole lock+unlock pair
+	p99Lock   time.Duration // of the lock (acquire) call alone
 	cpuPerOp  time.Duration // server CPU time per pair; 0 if unknown
 }
 
 func (c cell) String() string {
-	return fmt.Sprintf("%8.0f ops/s  p50 %s  p99 %s  cpu/op %s  (%d pairs)",
-		c.opsPerSec, us(c.p50), us(c.p99), cpu(c.cpuPerOp), c.ops)
+	return fmt.Sprintf("%8.0f ops/s  p50 %s  p99 %s  p99 acquire %s  cpu/op %s  (%d pairs)",
+		c.opsPerSec, us(c.p50), us(c.p99), us(c.p99Lock), cpu(c.cpuPerOp), c.ops)
 }
 
 // median takes the median of each statistic separately.
@@ -58,16 +59,25 @@ func median(cells []cell) cell {
 		}
 		return (v[len(v)/2-1] + v[len(v)/2]) / 2
 	}
+	dur := func(f func(cell) time.Duration) time.Duration {
+		return time.Duration(pick(func(c cell) float64 { return float64(f(c)) }))
+	}
 	return cell{
 		opsPerSec: pick(func(c cell) float64 { return c.opsPerSec }),
-		p50:       time.Duration(pick(func(c cell) float64 { return float64(c.p50) })),
-		p99:       time.Duration(pick(func(c cell) float64 { return float64(c.p99) })),
-		cpuPerOp:  time.Duration(pick(func(c cell) float64 { return float64(c.cpuPerOp) })),
+		p50:       dur(func(c cell) time.Duration { return c.p50 }),
+		p99:       dur(func(c cell) time.Duration { return c.p99 }),
+		p99Lock:   dur(func(c cell) time.Duration { return c.p99Lock }),
+		cpuPerOp:  dur(func(c cell) time.Duration { return c.cpuPerOp }),
 	}
 }
 
-// measure runs clients workers against the target, each doing lock+unlock
-// pairs on its own lock, for cfg.warmup unmeasured and then cfg.duration.
+// pairFunc does one lock+unlock pair and returns how long the lock call
+// took.
+type pairFunc func(ctx context.Context) (acquire time.Duration, err error)
+
+// measure runs clients workers against the Redis-protocol target, each
+// doing Redisson lock+unlock pairs on its own lock, for cfg.warmup
+// unmeasured and then cfg.duration.
 func measure(ctx context.Context, t target, clients int, cfg config) (cell, error) {
 	rc := redis.NewClient(&redis.Options{Addr: t.addr, PoolSize: clients, MinIdleConns: clients})
 	defer rc.Close()
@@ -84,56 +94,99 @@ func measure(ctx context.Context, t target, clients int, cfg config) (cell, erro
 	// on an external server does not make this one fail.
 	prefix := strconv.FormatInt(time.Now().UnixNano(), 36)
 
-	pair := func(name, channel, owner string) error {
-		if err := rc.EvalSha(ctx, lockSHA, []string{name}, lease, owner).Err(); err != redis.Nil {
-			return fmt.Errorf("lock %s: got %v, want nil (acquired)", name, err)
-		}
-		v, err := rc.EvalSha(ctx, unlockSHA, []string{name, channel}, "0", lease, owner).Result()
-		if err != nil || v != int64(1) {
-			return fmt.Errorf("unlock %s: got (%v, %v), want 1 (released)", name, v, err)
-		}
-		return nil
-	}
-
-	var (
-		wg      sync.WaitGroup
-		samples = make([][]time.Duration, clients)
-		errs    = make([]error, clients)
-		start   = make(chan struct{})
-		begin   time.Time
-		end     time.Time
-	)
-	warmEnd := time.Now().Add(cfg.warmup)
-	for i := range clients {
+	worker := func(i int) (pairFunc, func(), error) {
 		name := "deadbolt-bench:" + prefix + ":" + strconv.Itoa(i)
 		channel := "redisson_lock__channel:{" + name + "}"
 		owner := "3f0c7a4e-bench-" + prefix + ":" + strconv.Itoa(i)
+		return func(ctx context.Context) (time.Duration, error) {
+			t0 := time.Now()
+			if err := rc.EvalSha(ctx, lockSHA, []string{name}, lease, owner).Err(); err != redis.Nil {
+				return 0, fmt.Errorf("lock %s: got %v, want nil (acquired)", name, err)
+			}
+			acquire := time.Since(t0)
+			v, err := rc.EvalSha(ctx, unlockSHA, []string{name, channel}, "0", lease, owner).Result()
+			if err != nil || v != int64(1) {
+				return 0, fmt.Errorf("unlock %s: got (%v, %v), want 1 (released)", name, v, err)
+			}
+			return acquire, nil
+		}, func() {}, nil
+	}
+
+	if len(t.pids) > 0 {
+		return measureCPU(ctx, t, clients, cfg, worker)
+	}
+	var cpu0, cpu1 time.Duration
+	var cpuErr error
+	c, err := drive(ctx, clients, cfg, worker,
+		func() { cpu0, cpuErr = serverCPU(ctx, rc) },
+		func() {
+			var err error
+			cpu1, err = serverCPU(ctx, rc)
+			cpuErr = errors.Join(cpuErr, err)
+		})
+	if err != nil {
+		return cell{}, err
+	}
+	if !t.inProcess && cpuErr == nil && cpu1 > cpu0 {
+		c.cpuPerOp = (cpu1 - cpu0) / time.Duration(c.ops)
+	}
+	return c, nil
+}
+
+// drive runs one worker per client: newWorker(i) gives client i its pair
+// function and a close function. Each worker does pairs for cfg.warmup,
+// then for cfg.duration measured. before and after run just around the
+// measured part.
+func drive(ctx context.Context, clients int, cfg config,
+	newWorker func(i int) (pairFunc, func(), error), before, after func()) (cell, error) {
+	var (
+		wg      sync.WaitGroup
+		samples = make([][]time.Duration, clients)
+		locks   = make([][]time.Duration, clients)
+		errs    = make([]error, clients)
+		start   = make(chan struct{})
+		end     time.Time
+	)
+	pairs := make([]pairFunc, clients)
+	for i := range clients {
+		p, closeFn, err := newWorker(i)
+		if err != nil {
+			return cell{}, fmt.Errorf("client %d: %w", i, err)
+		}
+		defer closeFn()
+		pairs[i] = p
+	}
+	warmEnd := time.Now().Add(cfg.warmup)
+	for i, pair := range pairs {
 		wg.Go(func() {
 			for time.Now().Before(warmEnd) {
-				if err := pair(name, channel, owner); err != nil {
+				if _, err := pair(ctx); err != nil {
 					errs[i] = err
 					return
 				}
 			}
 			<-start
 			lat := make([]time.Duration, 0, 1<<14)
+			acq := make([]time.Duration, 0, 1<<14)
 			for {
 				t0 := time.Now()
 				if !t0.Before(end) {
 					break
 				}
-				if err := pair(name, channel, owner); err != nil {
+				a, err := pair(ctx)
+				if err != nil {
 					errs[i] = err
 					return
 				}
 				lat = append(lat, time.Since(t0))
+				acq = append(acq, a)
 			}
-			samples[i] = lat
+			samples[i], locks[i] = lat, acq
 		})
 	}
 	<-time.After(time.Until(warmEnd))
-	cpu0, cpuErr := serverCPU(ctx, rc)
-	begin = time.Now()
+	before()
+	begin := time.Now()
 	end = begin.Add(cfg.duration)
 	close(start)
 	wg.Wait()
@@ -144,27 +197,21 @@ func measure(ctx context.Context, t target, clients int, cfg config) (cell, erro
 	if err := ctx.Err(); err != nil {
 		return cell{}, err
 	}
-	cpu1, err := serverCPU(ctx, rc)
-	cpuErr = errors.Join(cpuErr, err)
+	after()
 
-	var all []time.Duration
-	for _, s := range samples {
-		all = append(all, s...)
-	}
+	all, acq := slices.Concat(samples...), slices.Concat(locks...)
 	if len(all) == 0 {
 		return cell{}, errors.New("no operation completed")
 	}
 	slices.Sort(all)
-	c := cell{
+	slices.Sort(acq)
+	return cell{
 		ops:       len(all),
 		opsPerSec: float64(len(all)) / elapsed.Seconds(),
 		p50:       all[len(all)*50/100],
 		p99:       all[len(all)*99/100],
-	}
-	if !t.inProcess && cpuErr == nil && cpu1 > cpu0 {
-		c.cpuPerOp = (cpu1 - cpu0) / time.Duration(len(all))
-	}
-	return c, nil
+		p99Lock:   acq[len(acq)*99/100],
+	}, nil
 }
 
 // serverCPU is the server process's user plus system CPU time, from

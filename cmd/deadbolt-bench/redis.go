@@ -14,16 +14,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// startRedis starts redis-server on a free loopback port without
-// persistence, in a temporary directory, and waits until it answers. stop
-// kills it and removes the directory.
-func startRedis(ctx context.Context, bin string) (addr string, stop func(), err error) {
+// Persistence settings for startRedis.
+var (
+	redisNoPersistence = []string{"--save", "", "--appendonly", "no"}
+	redisFsyncAlways   = []string{"--save", "", "--appendonly", "yes", "--appendfsync", "always"}
+)
+
+// startRedis starts redis-server on a free loopback port with the given
+// persistence arguments, in a temporary directory, and waits until it
+// answers. stop kills it and removes the directory.
+func startRedis(ctx context.Context, bin string, persistence []string) (addr string, stop func(), err error) {
 	path, err := exec.LookPath(bin)
 	if err != nil {
 		return "", nil, fmt.Errorf("redis-server: %w (install it, or pass -redis-addr)", err)
 	}
 	for attempt := 0; ; attempt++ {
-		addr, stop, err = startRedisOnce(ctx, path)
+		addr, stop, err = startRedisOnce(ctx, path, persistence)
 		if err == nil || attempt == 4 {
 			return addr, stop, err
 		}
@@ -32,7 +38,7 @@ func startRedis(ctx context.Context, bin string) (addr string, stop func(), err 
 
 // startRedisOnce makes one attempt: the port is found free and closed
 // again before Redis binds it, so another process may take it first.
-func startRedisOnce(ctx context.Context, bin string) (string, func(), error) {
+func startRedisOnce(ctx context.Context, bin string, persistence []string) (string, func(), error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
@@ -43,10 +49,8 @@ func startRedisOnce(ctx context.Context, bin string) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := exec.Command(bin,
-		"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--save", "", "--appendonly", "no",
-		"--daemonize", "no", "--dir", dir, "--logfile", "")
+	args := append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port)}, persistence...)
+	cmd := exec.Command(bin, append(args, "--daemonize", "no", "--dir", dir, "--logfile", "")...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"text/tabwriter"
+	"time"
+)
+
+// The cluster table's systems.
+const (
+	nameDeadbolt = "deadbolt-3node"
+	nameRedisAOF = "redis-aof-always"
+	nameEtcd     = "etcd-3node"
+)
+
+// runCluster measures the replicated systems: three bin/deadbolt
+// processes in one Raft cluster, redis-server with appendfsync always,
+// and three etcd members, all on loopback with data on disk.
+func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	root, err := os.MkdirTemp(cfg.workDir, "deadbolt-bench-cluster-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+
+	var targets []target
+	for _, s := range cfg.systems {
+		switch s {
+		case "deadbolt":
+			addr, id, pids, stop, err := startDeadboltCluster(ctx, cfg.deadboltBin, root)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			targets = append(targets, target{name: nameDeadbolt, addr: addr, pids: pids,
+				about: "3 × " + cfg.deadboltBin + ", Raft, data on disk (default fsync), clients on leader " + id})
+		case "redis":
+			addr, stop, err := startRedis(ctx, cfg.redisServer, redisFsyncAlways)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			about := "child process, --save '' --appendonly yes --appendfsync always"
+			if v, err := redisVersion(ctx, addr); err == nil {
+				about = "redis " + v + ", " + about
+			}
+			targets = append(targets, target{name: nameRedisAOF, addr: addr, about: about})
+		case "etcd":
+			ep, version, pids, stop, err := startEtcdCluster(ctx, cfg.etcdBin, root)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			targets = append(targets, target{name: nameEtcd, addr: ep, pids: pids, measure: measureEtcd,
+				about: "etcd " + version + ", 3 members, clients on the leader; client/v3/concurrency Session (TTL = lease) + Mutex Lock/Unlock"})
+		}
+	}
+
+	fmt.Fprintf(stdout, "op: one lock+unlock pair; Redis protocol: Redisson's EVALSHA lock + EVALSHA unlock; etcd: Mutex.Lock + Mutex.Unlock; each client its own lock\n")
+	fmt.Fprintf(stdout, "%v per cell after %v warm-up, %d run(s), systems rotating; GOMAXPROCS=%d, %d CPUs; data under %s\n",
+		cfg.duration, cfg.warmup, cfg.runs, runtime.GOMAXPROCS(0), runtime.NumCPU(), root)
+	for _, t := range targets {
+		fmt.Fprintf(stdout, "%-16s %s (%s)\n", t.name, t.addr, t.about)
+	}
+	fmt.Fprintln(stdout)
+
+	results, err := measureAll(ctx, cfg, targets, stderr)
+	if err != nil {
+		return err
+	}
+	return reportCluster(stdout, cfg, targets, results)
+}
+
+func reportCluster(w io.Writer, cfg config, targets []target, results map[int]map[string][]cell) error {
+	if cfg.runs > 1 {
+		fmt.Fprintf(w, "medians of %d runs, each column separately\n", cfg.runs)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "system\tclients\tops/s\tp50\tp99\tp99 acquire\tcpu/op\tops/s ÷ redis-aof\tops/s ÷ etcd\t")
+	for _, n := range cfg.clients {
+		r := median(results[n][nameRedisAOF])
+		e := median(results[n][nameEtcd])
+		for _, t := range targets {
+			c := median(results[n][t.name])
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", t.name, n, c.opsPerSec,
+				us(c.p50), us(c.p99), us(c.p99Lock), cpu(c.cpuPerOp),
+				ratio(c.opsPerSec, r.opsPerSec), ratio(c.opsPerSec, e.opsPerSec))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "p50, p99: the whole pair; p99 acquire: the lock call alone. cpu/op: CPU time of all the system's server processes per pair")
+	fmt.Fprintln(w, "(/proc for deadbolt and etcd, all three nodes; INFO cpu for redis-server)")
+
+	for _, n := range cfg.clients {
+		if n != 64 {
+			continue
+		}
+		d, ok := results[n][nameDeadbolt]
+		if !ok {
+			break
+		}
+		dm := median(d)
+		fmt.Fprintf(w, "targets at 64 clients: ops/s ≥ 5 × etcd: %s; ops/s ≥ 0.5 × redis-aof-always: %s; p99 acquire < 5 ms: %s\n",
+			verdict(dm.opsPerSec, median(results[n][nameEtcd]).opsPerSec, 5),
+			verdict(dm.opsPerSec, median(results[n][nameRedisAOF]).opsPerSec, 0.5),
+			met(dm.p99Lock < 5*time.Millisecond, us(dm.p99Lock)))
+	}
+	return nil
+}
+
+func ratio(a, b float64) string {
+	if a == 0 || b == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(a/b, 'f', 2, 64)
+}
+
+// verdict says whether a ≥ want × b.
+func verdict(a, b, want float64) string {
+	if b == 0 {
+		return "not measured"
+	}
+	return met(a >= want*b, ratio(a, b)+"×")
+}
+
+func met(ok bool, figure string) string {
+	if ok {
+		return figure + " met"
+	}
+	return figure + " NOT met"
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// startDeadboltCluster starts three bin/deadbolt processes forming one
+// Raft cluster, each with its data directory under root (on disk, default
+// fsync), and waits until all three agree on a leader. It returns the
+// leader's RESP address and id and the processes' ids; stop kills the
+// three.
+func startDeadboltCluster(ctx context.Context, bin, root string) (addr, leaderID string, pids []int, stop func(), err error) {
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return "", "", nil, nil, fmt.Errorf("deadbolt: %w (run make build, or pass -deadbolt-bin)", err)
+	}
+	ports, err := freePorts(6)
+	if err != nil {
+		return "", "", nil, nil, err
+	}
+	var peers []string
+	for i := range 3 {
+		peers = append(peers, fmt.Sprintf("n%d=%s", i+1, loopback(ports[3+i])))
+	}
+	var procs []*proc
+	stop = func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	}
+	respAddrs := make([]string, 3)
+	for i := range 3 {
+		id := fmt.Sprintf("n%d", i+1)
+		respAddrs[i] = loopback(ports[i])
+		p, err := startProc("deadbolt-"+id, root, path,
+			"--id", id, "--addr", respAddrs[i], "--raft-addr", loopback(ports[3+i]),
+			"--data-dir", filepath.Join(root, "deadbolt-"+id), "--peers", strings.Join(peers, ","),
+			"--log-level", "warn")
+		if err != nil {
+			stop()
+			return "", "", nil, nil, err
+		}
+		procs = append(procs, p)
+		pids = append(pids, p.cmd.Process.Pid)
+	}
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		id, addr, err := agreedLeader(ctx, respAddrs)
+		if err == nil {
+			return addr, id, pids, stop, nil
+		}
+		for _, p := range procs {
+			if perr := p.exitErr(); perr != nil {
+				stop()
+				return "", "", nil, nil, perr
+			}
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			stop()
+			return "", "", nil, nil, errors.Join(errors.New("deadbolt cluster: no leader"), err, ctx.Err())
+		}
+		<-time.After(100 * time.Millisecond)
+	}
+}
+
+// agreedLeader asks every node RAFT LEADER and returns the leader's id
+// and RESP address when all name the same one.
+func agreedLeader(ctx context.Context, addrs []string) (id, addr string, err error) {
+	for i, a := range addrs {
+		rc := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, DialTimeout: time.Second})
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		v, err := rc.Do(pctx, "RAFT", "LEADER").StringSlice()
+		cancel()
+		rc.Close()
+		if err != nil {
+			return "", "", fmt.Errorf("%s: RAFT LEADER: %w", a, err)
+		}
+		if len(v) != 2 || v[1] == "" {
+			return "", "", fmt.Errorf("%s: RAFT LEADER: %q", a, v)
+		}
+		if i > 0 && (v[0] != id || v[1] != addr) {
+			return "", "", fmt.Errorf("nodes disagree on the leader: %s, %s", id, v[0])
+		}
+		id, addr = v[0], v[1]
+	}
+	return id, addr, nil
+}
