@@ -434,3 +434,25 @@ func TestClusterTimeStopsWithoutLeader(t *testing.T) {
 		t.Fatalf("TTL grew: %v then %v", before, after)
 	}
 }
+
+// A new cluster's clock starts at the wall clock, so absolute expiry
+// times mean what clients expect.
+func TestClusterTimeStartsAtWallClock(t *testing.T) {
+	c := RunClusterT(t, 3)
+	ctx := context.Background()
+	cl := client(t, c.Addr(c.Followers()[0]))
+	now, err := cl.Time(ctx).Result()
+	if err != nil || now.Sub(c.Clock.Now()).Abs() > 5*time.Second {
+		t.Fatalf("TIME = %v, %v; clock %v", now, err, c.Clock.Now())
+	}
+	at := c.Clock.Now().Add(time.Hour)
+	if err := cl.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ExpireAt(ctx, "k", at).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := cl.TTL(ctx, "k").Result(); err != nil || ttl < 59*time.Minute || ttl > time.Hour {
+		t.Fatalf("TTL after EXPIREAT now+1h = %v, %v", ttl, err)
+	}
+}

@@ -101,14 +101,21 @@ func newForwarder(timeout time.Duration) *forwarder {
 }
 
 func (f *forwarder) get(ctx context.Context, addr string) (*fwdConn, error) {
-	f.mu.Lock()
-	if list := f.idle[addr]; len(list) > 0 {
+	for {
+		f.mu.Lock()
+		list := f.idle[addr]
+		if len(list) == 0 {
+			f.mu.Unlock()
+			break
+		}
 		c := list[len(list)-1]
 		f.idle[addr] = list[:len(list)-1]
 		f.mu.Unlock()
-		return c, nil
+		if c.alive() {
+			return c, nil
+		}
+		c.nc.Close()
 	}
-	f.mu.Unlock()
 	nc, err := f.dial(ctx, addr)
 	if err != nil {
 		return nil, err
@@ -143,6 +150,19 @@ func (f *forwarder) close() {
 		}
 	}
 	f.idle = nil
+}
+
+// alive reports whether an idle connection is still open: the peer may
+// have closed it (a restarted leader), and a request written to it would
+// then end in an unknown outcome although nothing was delivered.
+func (c *fwdConn) alive() bool {
+	if c.rd.Buffered() > 0 {
+		return false // an unsolicited reply: the stream is out of step
+	}
+	c.nc.SetReadDeadline(time.Now())
+	_, err := c.rd.Peek(1)
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // roundTrip sends one request and reads one reply.

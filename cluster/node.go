@@ -349,6 +349,12 @@ func (n *Node) becomeLeader() {
 	base := n.state.Now()
 	n.fsm.mu.Unlock()
 	now := n.cfg.Clock.Now()
+	if base == 0 {
+		// A new cluster: its clock starts at the wall clock, so absolute
+		// times (EXPIREAT, SET ... PXAT, TIME) mean what clients expect.
+		// From then on it runs only while there is a leader.
+		base = now.UnixMilli()
+	}
 	// Commit one entry the state machine sees before serving: the no-op and
 	// the barrier of this term are not passed to the state machine, so
 	// until a command follows them the commit index is ahead of what

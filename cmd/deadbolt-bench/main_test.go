@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deadbolt/deadbolt/internal/testredis"
 )
@@ -43,6 +46,7 @@ func TestFlags(t *testing.T) {
 		{"-runs", "0"},
 		{"-duration", "0s"},
 		{"extra"},
+		{"-cluster", "-systems", "deadbolt,consul"},
 	} {
 		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("parseFlags(%q): no error", args)
@@ -51,5 +55,72 @@ func TestFlags(t *testing.T) {
 	cfg, err := parseFlags([]string{"-clients", "2, 5"}, &bytes.Buffer{})
 	if err != nil || len(cfg.clients) != 2 || cfg.clients[1] != 5 {
 		t.Errorf("parseFlags(-clients '2, 5') = (%v, %v)", cfg.clients, err)
+	}
+}
+
+// TestCluster runs the cluster table for a moment with three real
+// bin/deadbolt processes (built here) and redis-server with appendfsync
+// always; etcd is left out (the -systems flag), so the test needs no etcd.
+func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts a cluster")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("no redis-server")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "deadbolt")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/deadbolt/deadbolt/cmd/deadbolt").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{
+		"-cluster", "-systems", "deadbolt,redis", "-deadbolt-bin", bin, "-work-dir", dir,
+		"-duration", "200ms", "-warmup", "0s", "-clients", "1,64",
+	}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	for _, row := range []string{nameDeadbolt + " 1", nameDeadbolt + " 64", nameRedisAOF + " 64"} {
+		if !hasRow(stdout.String(), row) {
+			t.Errorf("no row %q:\n%s", row, stdout.String())
+		}
+	}
+	if !strings.Contains(stdout.String(), "ops/s ≥ 5 × etcd: not measured") {
+		t.Errorf("no targets line:\n%s", stdout.String())
+	}
+}
+
+func hasRow(out, prefix string) bool {
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(strings.Join(strings.Fields(line), " "), prefix+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestReportCluster(t *testing.T) {
+	cfg := config{clients: []int{64}, runs: 1}
+	targets := []target{{name: nameDeadbolt}, {name: nameRedisAOF}, {name: nameEtcd}}
+	results := map[int]map[string][]cell{64: {
+		nameDeadbolt: {{opsPerSec: 6000, p99Lock: 4 * time.Millisecond}},
+		nameRedisAOF: {{opsPerSec: 10000}},
+		nameEtcd:     {{opsPerSec: 1000}},
+	}}
+	var out bytes.Buffer
+	if err := reportCluster(&out, cfg, targets, results); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"6.00× met", "0.60× met", "4000µs met"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+	results[64][nameDeadbolt][0].opsPerSec = 4000
+	out.Reset()
+	_ = reportCluster(&out, cfg, targets, results)
+	if !strings.Contains(out.String(), "4.00× NOT met") {
+		t.Errorf("no NOT met in:\n%s", out.String())
 	}
 }
