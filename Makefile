@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 PKGS    := ./...
 
-.PHONY: help build run test race bench fuzz lint deps clean
+.PHONY: help build run test test-go race bench fuzz lint deps clean
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -18,16 +18,20 @@ run: build ## run a single in-memory node on 127.0.0.1:6379
 deps: ## install what the tests need (redis-server, redis-cli) when missing
 	@scripts/deps.sh
 
-test: deps build ## install missing test dependencies, vet, then run every test under -race
+test: test-go compat chaos ## everything CI runs: Go tests under -race, the client matrix, a 2-minute chaos run
+
+test-go: deps build ## install missing test dependencies, vet, then run every Go test under -race
 	$(GO) vet $(PKGS)
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt: files above need formatting" && exit 1)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
-race: test ## alias of test (the tests always run under -race)
+race: test-go ## alias of test-go (the Go tests always run under -race)
 
-bench: deps build ## benchmarks: state machine, EVAL, and lock/unlock against redis-server
+bench: deps build ## benchmarks: state machine, EVAL, lock/unlock vs redis-server, then 3-node cluster vs redis fsync-always and etcd (BENCHFLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./fsm/ ./luaexec/
-	$(GO) run ./cmd/deadbolt-bench
+	$(GO) run ./cmd/deadbolt-bench $(BENCHFLAGS)
+	@command -v etcd >/dev/null || { echo "bench: etcd missing, installing Debian etcd-server etcd-client"; apt-get update -qq && apt-get install -y -qq etcd-server etcd-client; }
+	$(GO) run ./cmd/deadbolt-bench -cluster -deadbolt-bin bin/deadbolt $(BENCHFLAGS)
 
 fuzz: ## run each fuzz target for a while (FUZZTIME=30s)
 	@scripts/fuzz.sh $${FUZZTIME:-30s}
