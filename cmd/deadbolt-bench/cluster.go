@@ -32,12 +32,12 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	for _, s := range cfg.systems {
 		switch s {
 		case "deadbolt":
-			addr, id, pids, stop, err := startDeadboltCluster(ctx, cfg.deadboltBin, root)
+			addr, id, pids, stop, leader, err := startDeadboltCluster(ctx, cfg.deadboltBin, root)
 			if err != nil {
 				return err
 			}
 			defer stop()
-			targets = append(targets, target{name: nameDeadbolt, addr: addr, pids: pids,
+			targets = append(targets, target{name: nameDeadbolt, addr: addr, pids: pids, leader: leader,
 				about: "3 × " + cfg.deadboltBin + ", Raft, data on disk (default fsync), clients on leader " + id})
 		case "redis":
 			addr, stop, err := startRedis(ctx, cfg.redisServer, redisFsyncAlways)
@@ -51,12 +51,12 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 			}
 			targets = append(targets, target{name: nameRedisAOF, addr: addr, about: about})
 		case "etcd":
-			ep, version, pids, stop, err := startEtcdCluster(ctx, cfg.etcdBin, root)
+			ep, version, pids, stop, leader, err := startEtcdCluster(ctx, cfg.etcdBin, root)
 			if err != nil {
 				return err
 			}
 			defer stop()
-			targets = append(targets, target{name: nameEtcd, addr: ep, pids: pids, measure: measureEtcd,
+			targets = append(targets, target{name: nameEtcd, addr: ep, pids: pids, leader: leader, measure: measureEtcd,
 				about: "etcd " + version + ", 3 members, clients on the leader; client/v3/concurrency Session (TTL = lease) + Mutex Lock/Unlock"})
 		}
 	}
@@ -81,14 +81,14 @@ func reportCluster(w io.Writer, cfg config, targets []target, results map[int]ma
 		fmt.Fprintf(w, "medians of %d runs, each column separately\n", cfg.runs)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tclients\tops/s\tp50\tp99\tp99 acquire\tcpu/op\tops/s ÷ redis-aof\tops/s ÷ etcd\t")
+	fmt.Fprintln(tw, "system\tclients\tops/s\tp50\tp99\tp99 acquire\tcpu/op\tfailed\tops/s ÷ redis-aof\tops/s ÷ etcd\t")
 	for _, n := range cfg.clients {
 		r := median(results[n][nameRedisAOF])
 		e := median(results[n][nameEtcd])
 		for _, t := range targets {
 			c := median(results[n][t.name])
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", t.name, n, c.opsPerSec,
-				us(c.p50), us(c.p99), us(c.p99Lock), cpu(c.cpuPerOp),
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", t.name, n, c.opsPerSec,
+				us(c.p50), us(c.p99), us(c.p99Lock), cpu(c.cpuPerOp), c.failed,
 				ratio(c.opsPerSec, r.opsPerSec), ratio(c.opsPerSec, e.opsPerSec))
 		}
 	}
@@ -96,7 +96,8 @@ func reportCluster(w io.Writer, cfg config, targets []target, results map[int]ma
 		return err
 	}
 	fmt.Fprintln(w, "p50, p99: the whole pair; p99 acquire: the lock call alone. cpu/op: CPU time of all the system's server processes per pair")
-	fmt.Fprintln(w, "(/proc for deadbolt and etcd, all three nodes; INFO cpu for redis-server)")
+	fmt.Fprintln(w, "(/proc for deadbolt and etcd, all three nodes; INFO cpu for redis-server). failed: pairs that returned an error")
+	fmt.Fprintln(w, "(say, during a leader election), left out of the latencies; the client then goes on with a new lock")
 
 	for _, n := range cfg.clients {
 		if n != 64 {

@@ -16,15 +16,15 @@ import (
 // Raft cluster, each with its data directory under root (on disk, default
 // fsync), and waits until all three agree on a leader. It returns the
 // leader's RESP address and id and the processes' ids; stop kills the
-// three.
-func startDeadboltCluster(ctx context.Context, bin, root string) (addr, leaderID string, pids []int, stop func(), err error) {
+// three; leader finds the current leader's RESP address.
+func startDeadboltCluster(ctx context.Context, bin, root string) (addr, leaderID string, pids []int, stop func(), leader func(context.Context) (string, error), err error) {
 	path, err := exec.LookPath(bin)
 	if err != nil {
-		return "", "", nil, nil, fmt.Errorf("deadbolt: %w (run make build, or pass -deadbolt-bin)", err)
+		return "", "", nil, nil, nil, fmt.Errorf("deadbolt: %w (run make build, or pass -deadbolt-bin)", err)
 	}
 	ports, err := freePorts(6)
 	if err != nil {
-		return "", "", nil, nil, err
+		return "", "", nil, nil, nil, err
 	}
 	var peers []string
 	for i := range 3 {
@@ -46,27 +46,39 @@ func startDeadboltCluster(ctx context.Context, bin, root string) (addr, leaderID
 			"--log-level", "warn")
 		if err != nil {
 			stop()
-			return "", "", nil, nil, err
+			return "", "", nil, nil, nil, err
 		}
 		procs = append(procs, p)
 		pids = append(pids, p.cmd.Process.Pid)
 	}
 
+	id, addr, err := waitLeader(ctx, respAddrs, procs)
+	if err != nil {
+		stop()
+		return "", "", nil, nil, nil, err
+	}
+	leader = func(ctx context.Context) (string, error) {
+		_, addr, err := waitLeader(ctx, respAddrs, procs)
+		return addr, err
+	}
+	return addr, id, pids, stop, leader, nil
+}
+
+// waitLeader waits up to 30 s for the nodes to agree on a leader.
+func waitLeader(ctx context.Context, addrs []string, procs []*proc) (id, addr string, err error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		id, addr, err := agreedLeader(ctx, respAddrs)
+		id, addr, err := agreedLeader(ctx, addrs)
 		if err == nil {
-			return addr, id, pids, stop, nil
+			return id, addr, nil
 		}
 		for _, p := range procs {
 			if perr := p.exitErr(); perr != nil {
-				stop()
-				return "", "", nil, nil, perr
+				return "", "", perr
 			}
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			stop()
-			return "", "", nil, nil, errors.Join(errors.New("deadbolt cluster: no leader"), err, ctx.Err())
+			return "", "", errors.Join(errors.New("deadbolt cluster: no leader"), err, ctx.Err())
 		}
 		<-time.After(100 * time.Millisecond)
 	}

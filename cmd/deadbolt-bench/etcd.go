@@ -18,15 +18,16 @@ import (
 // startEtcdCluster starts a three-member etcd cluster on loopback, each
 // member with its data directory under root, and waits for a leader. It
 // returns the leader's client endpoint, the server version and the
-// members' process ids; stop kills the three.
-func startEtcdCluster(ctx context.Context, bin, root string) (endpoint, version string, pids []int, stop func(), err error) {
+// members' process ids; stop kills the three; leader finds the current
+// leader's endpoint.
+func startEtcdCluster(ctx context.Context, bin, root string) (endpoint, version string, pids []int, stop func(), leader func(context.Context) (string, error), err error) {
 	path, err := exec.LookPath(bin)
 	if err != nil {
-		return "", "", nil, nil, fmt.Errorf("etcd: %w (apt-get install etcd-server, or make bench, which installs it)", err)
+		return "", "", nil, nil, nil, fmt.Errorf("etcd: %w (apt-get install etcd-server, or make bench, which installs it)", err)
 	}
 	ports, err := freePorts(6)
 	if err != nil {
-		return "", "", nil, nil, err
+		return "", "", nil, nil, nil, err
 	}
 	var initial, endpoints []string
 	for i := range 3 {
@@ -51,33 +52,44 @@ func startEtcdCluster(ctx context.Context, bin, root string) (endpoint, version 
 			"--logger", "zap", "--log-level", "warn")
 		if err != nil {
 			stop()
-			return "", "", nil, nil, err
+			return "", "", nil, nil, nil, err
 		}
 		procs = append(procs, p)
 		pids = append(pids, p.cmd.Process.Pid)
 	}
 
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: time.Second, Logger: zap.NewNop()})
+	endpoint, version, err = waitEtcdLeader(ctx, endpoints, procs)
 	if err != nil {
 		stop()
-		return "", "", nil, nil, err
+		return "", "", nil, nil, nil, err
+	}
+	leader = func(ctx context.Context) (string, error) {
+		ep, _, err := waitEtcdLeader(ctx, endpoints, procs)
+		return ep, err
+	}
+	return endpoint, version, pids, stop, leader, nil
+}
+
+// waitEtcdLeader waits up to 30 s for a leader that every member names.
+func waitEtcdLeader(ctx context.Context, endpoints []string, procs []*proc) (endpoint, version string, err error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return "", "", err
 	}
 	defer cli.Close()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		endpoint, version, err = etcdLeader(ctx, cli, endpoints)
 		if err == nil {
-			return endpoint, version, pids, stop, nil
+			return endpoint, version, nil
 		}
 		for _, p := range procs {
 			if perr := p.exitErr(); perr != nil {
-				stop()
-				return "", "", nil, nil, perr
+				return "", "", perr
 			}
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			stop()
-			return "", "", nil, nil, errors.Join(errors.New("etcd cluster: no leader"), err, ctx.Err())
+			return "", "", errors.Join(errors.New("etcd cluster: no leader"), err, ctx.Err())
 		}
 		<-time.After(100 * time.Millisecond)
 	}
@@ -124,16 +136,33 @@ func measureEtcd(ctx context.Context, t target, clients int, cfg config) (cell, 
 			cli.Close()
 			return nil, nil, fmt.Errorf("etcd session: %w", err)
 		}
+		gen := 0
 		m := concurrency.NewMutex(sess, prefix+strconv.Itoa(i))
+		// renew goes on with a new lock, and a new session if the
+		// lease is gone, after a failure that may have left the lock held.
+		renew := func(err error) error {
+			gen++
+			select {
+			case <-sess.Done():
+				s, serr := concurrency.NewSession(cli, concurrency.WithTTL(ttl))
+				if serr != nil {
+					return errors.Join(err, serr)
+				}
+				sess = s
+			default:
+			}
+			m = concurrency.NewMutex(sess, prefix+strconv.Itoa(i)+"."+strconv.Itoa(gen))
+			return err
+		}
 		closeFn := func() { sess.Close(); cli.Close() }
 		return func(ctx context.Context) (time.Duration, error) {
 			t0 := time.Now()
 			if err := m.Lock(ctx); err != nil {
-				return 0, fmt.Errorf("etcd lock: %w", err)
+				return 0, renew(fmt.Errorf("etcd lock: %w", err))
 			}
 			acquire := time.Since(t0)
 			if err := m.Unlock(ctx); err != nil {
-				return 0, fmt.Errorf("etcd unlock: %w", err)
+				return 0, renew(fmt.Errorf("etcd unlock: %w", err))
 			}
 			return acquire, nil
 		}, closeFn, nil

@@ -10,9 +10,16 @@
 // By default it starts deadbolt in-process (in memory, single node) and a
 // redis-server without persistence, both on loopback. -deadbolt-addr and
 // -redis-addr measure servers that are already running instead.
+//
+// With -cluster it measures the replicated systems instead (cluster.go):
+// three bin/deadbolt processes in one Raft cluster with data on disk,
+// redis-server with appendfsync always, and a three-member etcd cluster
+// locked with client/v3/concurrency, and reports p99 acquire latency and
+// the ratios that issue 3's targets are stated in.
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -114,6 +121,9 @@ type target struct {
 	// pids, when set, are the server processes whose CPU time (from
 	// /proc) counts for cpu/op instead of INFO cpu.
 	pids []int
+	// leader, when set, finds the address to measure before each cell
+	// (the cluster's leader, which may have changed).
+	leader func(ctx context.Context) (string, error)
 	// measure measures the target; nil means the Redisson scripts.
 	measure func(ctx context.Context, t target, clients int, cfg config) (cell, error)
 }
@@ -170,12 +180,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // one run to the next. results[clients][target] holds one cell per run.
 func measureAll(ctx context.Context, cfg config, targets []target, stderr io.Writer) (map[int]map[string][]cell, error) {
 	results := map[int]map[string][]cell{}
+	leaders := map[string]string{} // the last leader address seen, by target
 	for r := range cfg.runs {
 		for i, n := range cfg.clients {
 			order := slices.Clone(targets)
 			k := (r + i) % len(order)
 			order = append(order[k:], order[:k]...)
 			for _, t := range order {
+				if t.leader != nil {
+					addr, err := t.leader(ctx)
+					if err != nil {
+						return nil, fmt.Errorf("%s: %w", t.name, err)
+					}
+					if was := cmp.Or(leaders[t.name], t.addr); addr != was {
+						fmt.Fprintf(stderr, "%s: leader moved from %s to %s\n", t.name, was, addr)
+					}
+					t.addr, leaders[t.name] = addr, addr
+				}
 				m := t.measure
 				if m == nil {
 					m = measure
@@ -185,6 +206,9 @@ func measureAll(ctx context.Context, cfg config, targets []target, stderr io.Wri
 					return nil, fmt.Errorf("%s, %d clients: %w", t.name, n, err)
 				}
 				fmt.Fprintf(stderr, "run %d/%d  %-16s clients=%-3d %s\n", r+1, cfg.runs, t.name, n, c)
+				if c.firstFail != nil {
+					fmt.Fprintf(stderr, "  failures: %v\n", c.firstFail)
+				}
 				if results[n] == nil {
 					results[n] = map[string][]cell{}
 				}
@@ -214,6 +238,13 @@ func report(w io.Writer, cfg config, results map[int]map[string][]cell) error {
 		return err
 	}
 	fmt.Fprintln(w, "cpu/op: the server process's CPU time (INFO cpu) per pair; - for a server in this process")
+	for _, n := range cfg.clients {
+		for server, cells := range results[n] {
+			if f := median(cells).failed; f > 0 {
+				fmt.Fprintf(w, "%s, %d clients: a median of %d pairs failed (left out of the figures; stderr has the errors)\n", server, n, f)
+			}
+		}
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -36,11 +37,13 @@ type cell struct {
 	p50, p99  time.Duration // of the whole lock+unlock pair
 	p99Lock   time.Duration // of the lock (acquire) call alone
 	cpuPerOp  time.Duration // server CPU time per pair; 0 if unknown
+	failed    int           // pairs that returned an error (not in the latencies)
+	firstFail error         // one of those errors
 }
 
 func (c cell) String() string {
-	return fmt.Sprintf("%8.0f ops/s  p50 %s  p99 %s  p99 acquire %s  cpu/op %s  (%d pairs)",
-		c.opsPerSec, us(c.p50), us(c.p99), us(c.p99Lock), cpu(c.cpuPerOp), c.ops)
+	return fmt.Sprintf("%8.0f ops/s  p50 %s  p99 %s  p99 acquire %s  cpu/op %s  (%d pairs, %d failed)",
+		c.opsPerSec, us(c.p50), us(c.p99), us(c.p99Lock), cpu(c.cpuPerOp), c.ops, c.failed)
 }
 
 // median takes the median of each statistic separately.
@@ -68,6 +71,7 @@ func median(cells []cell) cell {
 		p99:       dur(func(c cell) time.Duration { return c.p99 }),
 		p99Lock:   dur(func(c cell) time.Duration { return c.p99Lock }),
 		cpuPerOp:  dur(func(c cell) time.Duration { return c.cpuPerOp }),
+		failed:    int(pick(func(c cell) float64 { return float64(c.failed) })),
 	}
 }
 
@@ -98,6 +102,7 @@ func measure(ctx context.Context, t target, clients int, cfg config) (cell, erro
 		name := "deadbolt-bench:" + prefix + ":" + strconv.Itoa(i)
 		channel := "redisson_lock__channel:{" + name + "}"
 		owner := "3f0c7a4e-bench-" + prefix + ":" + strconv.Itoa(i)
+		base, gen := name, 0
 		return func(ctx context.Context) (time.Duration, error) {
 			t0 := time.Now()
 			if err := rc.EvalSha(ctx, lockSHA, []string{name}, lease, owner).Err(); err != redis.Nil {
@@ -106,7 +111,12 @@ func measure(ctx context.Context, t target, clients int, cfg config) (cell, erro
 			acquire := time.Since(t0)
 			v, err := rc.EvalSha(ctx, unlockSHA, []string{name, channel}, "0", lease, owner).Result()
 			if err != nil || v != int64(1) {
-				return 0, fmt.Errorf("unlock %s: got (%v, %v), want 1 (released)", name, v, err)
+				// The lock may still be held: go on with a new one.
+				err = fmt.Errorf("unlock %s: got (%v, %v), want 1 (released)", name, v, err)
+				gen++
+				name = base + "." + strconv.Itoa(gen)
+				channel = "redisson_lock__channel:{" + name + "}"
+				return 0, err
 			}
 			return acquire, nil
 		}, func() {}, nil
@@ -144,8 +154,11 @@ func drive(ctx context.Context, clients int, cfg config,
 		samples = make([][]time.Duration, clients)
 		locks   = make([][]time.Duration, clients)
 		errs    = make([]error, clients)
-		start   = make(chan struct{})
-		end     time.Time
+		fails   = make([]int, clients)
+		// firstFail is each client's first failure in the measured part.
+		firstFail = make([]error, clients)
+		start     = make(chan struct{})
+		end       time.Time
 	)
 	pairs := make([]pairFunc, clients)
 	for i := range clients {
@@ -159,11 +172,26 @@ func drive(ctx context.Context, clients int, cfg config,
 	warmEnd := time.Now().Add(cfg.warmup)
 	for i, pair := range pairs {
 		wg.Go(func() {
+			// A failed pair (a leader election under load, say) is
+			// counted and the worker goes on; it gives up when none has
+			// succeeded for maxFailing.
+			lastOK := time.Now()
+			failed := func(err error) bool {
+				if time.Since(lastOK) > maxFailing || ctx.Err() != nil {
+					errs[i] = err
+					return true
+				}
+				<-time.After(10 * time.Millisecond)
+				return false
+			}
 			for time.Now().Before(warmEnd) {
 				if _, err := pair(ctx); err != nil {
-					errs[i] = err
-					return
+					if failed(err) {
+						return
+					}
+					continue
 				}
+				lastOK = time.Now()
 			}
 			<-start
 			lat := make([]time.Duration, 0, 1<<14)
@@ -175,9 +203,15 @@ func drive(ctx context.Context, clients int, cfg config,
 				}
 				a, err := pair(ctx)
 				if err != nil {
-					errs[i] = err
-					return
+					if fails[i]++; fails[i] == 1 {
+						firstFail[i] = err
+					}
+					if failed(err) {
+						return
+					}
+					continue
 				}
+				lastOK = time.Now()
 				lat = append(lat, time.Since(t0))
 				acq = append(acq, a)
 			}
@@ -211,7 +245,19 @@ func drive(ctx context.Context, clients int, cfg config,
 		p50:       all[len(all)*50/100],
 		p99:       all[len(all)*99/100],
 		p99Lock:   acq[len(acq)*99/100],
+		failed:    sumInts(fails),
+		firstFail: cmp.Or(firstFail...),
 	}, nil
+}
+
+// maxFailing is how long a client goes on after its pairs start failing.
+const maxFailing = 10 * time.Second
+
+func sumInts(v []int) (n int) {
+	for _, x := range v {
+		n += x
+	}
+	return n
 }
 
 // serverCPU is the server process's user plus system CPU time, from
