@@ -25,6 +25,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func main() {
@@ -46,6 +48,7 @@ type runner struct {
 	missing                                                 map[string]string // kind -> why it cannot run
 	transcripts                                             []*transcript
 	topo                                                    *topology
+	terms                                                   termWatch
 	stdout                                                  io.Writer
 	outMu                                                   sync.Mutex
 }
@@ -69,6 +72,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	r.ci = os.Getenv("CI") == "true"
+	// The runner's own go-redis clients poll nodes that are down on
+	// purpose; their connection-pool complaints are not news.
+	redis.SetLogger(quietLogger{})
 	var sel *regexp.Regexp
 	if *only != "" {
 		var err error
@@ -118,6 +124,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	r.topo = topo
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go r.terms.watch(watchCtx, topo.cluster)
 	leader, _ := topo.cluster.leader(ctx)
 	fmt.Fprintf(stdout, "compat: single %s (Sentinel %s), 3×single %s %s %s, redis-server %s\n",
 		topo.single.addr, topo.single.sentinel, topo.single.addr, topo.s2.addr, topo.s3.addr, topo.redis.addr)
@@ -149,11 +158,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		r.runChecks(ctx, clusterCells, phaseAfter)
 	}
 
+	if ch := r.terms.unplanned(began, time.Time{}); len(ch) > 0 {
+		fmt.Fprintf(stdout, "compat: unplanned leader changes (no node was killed): %s\n", describe(ch))
+	}
 	if r.report(cells, killNote, time.Since(began)) > 0 {
 		return errCellsFailed
 	}
 	return nil
 }
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // errCellsFailed ends the run with exit status 1 after the report, which
 // already said what failed.
@@ -298,6 +314,7 @@ func (r *runner) failover(ctx context.Context, cells []*cell) (string, error) {
 	victim := cl.byAddr(leader)
 	killedAt := time.Now()
 	victim.kill()
+	defer func() { r.terms.plan(killedAt, time.Now()) }()
 	for _, fr := range live {
 		io.WriteString(fr.stdin, "KILLED\n")
 	}
@@ -316,6 +333,14 @@ func (r *runner) failover(ctx context.Context, cells []*cell) (string, error) {
 		err := <-fr.exited
 		if err != nil {
 			err = fmt.Errorf("%v; last output: %s", err, fr.last())
+		} else if n := errorsBeforeKill(fr.recoveredLine()); n > 0 {
+			// Errors while the cluster was healthy are a failure, unless it
+			// changed leader on its own meanwhile.
+			if ch := r.terms.unplanned(fr.start, killedAt); len(ch) == 0 {
+				err = fmt.Errorf("%d errors before the kill, with no leader change: %s", n, fr.recoveredLine())
+			} else {
+				fr.note = fmt.Sprintf("%d errors before the kill, during an unplanned leader change (%s)", n, describe(ch))
+			}
 		}
 		r.finishFailover(fr, err)
 	}
@@ -352,15 +377,23 @@ func (r *runner) finishFailover(fr *failoverRun, err error) {
 	fr.c.set(phaseFailover, result, took, fr.path)
 	r.progress(fr.c, phaseFailover, result, took)
 	if err == nil {
-		// "RECOVERED: n grants x s after the kill, n errors meanwhile (...)"
-		line := fr.last()
-		if i := strings.Index(line, "RECOVERED"); i >= 0 {
-			line = line[i:]
-		}
 		r.outMu.Lock()
-		fmt.Fprintf(r.stdout, "         %s\n", line)
+		fmt.Fprintf(r.stdout, "         %s\n", fr.recoveredLine())
+		if fr.note != "" {
+			fmt.Fprintf(r.stdout, "         note: %s\n", fr.note)
+		}
 		r.outMu.Unlock()
 	}
+}
+
+// errorsBeforeKill reads "errors: N before the kill" from a RECOVERED line.
+func errorsBeforeKill(line string) int {
+	_, rest, ok := strings.Cut(line, "errors: ")
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.Fields(rest)[0])
+	return n
 }
 
 func orNone(s string) string {

@@ -229,8 +229,28 @@ func (r *runner) check(ctx context.Context, c *cell, phase string) {
 	}
 	defer f.Close()
 	start := time.Now()
+	result := r.checkOnce(ctx, c, phase, f)
+	if result != "ok" && c.col.topo == "cluster" {
+		// A check assumes a steady cluster: if the cluster changed leader
+		// on its own during the run, run it once more and say so.
+		if ch := r.terms.unplanned(start, time.Now().Add(time.Second)); len(ch) > 0 {
+			fmt.Fprintf(f, "\n=== unplanned leader change during the run (%s): running the check again\n", describe(ch))
+			r.outMu.Lock()
+			fmt.Fprintf(r.stdout, "  note %-8s %-45s failed during an unplanned leader change (%s); running it again\n", phase, c.id(), describe(ch))
+			r.outMu.Unlock()
+			result = r.checkOnce(ctx, c, phase, f)
+		}
+	}
+	took := time.Since(start)
+	c.set(phase, result, took, path)
+	r.progress(c, phase, result, took)
+}
+
+// checkOnce runs a cell's check and returns "ok" or what went wrong.
+func (r *runner) checkOnce(ctx context.Context, c *cell, phase string, f *os.File) string {
 	ctx, cancel := context.WithTimeout(ctx, r.runLimit(phase)+10*time.Second)
 	defer cancel()
+	var err error
 	if c.row.kind == "cli" {
 		err = r.checkCLI(ctx, c, phase, f)
 	} else {
@@ -239,16 +259,13 @@ func (r *runner) check(ctx context.Context, c *cell, phase string) {
 		cmd.Stdout, cmd.Stderr = f, f
 		err = cmd.Run()
 	}
-	took := time.Since(start)
-	result := "ok"
-	if err != nil {
-		result = err.Error()
-		if ctx.Err() != nil {
-			result = "timed out: " + result
-		}
+	if err == nil {
+		return "ok"
 	}
-	c.set(phase, result, took, path)
-	r.progress(c, phase, result, took)
+	if ctx.Err() != nil {
+		return "timed out: " + err.Error()
+	}
+	return err.Error()
 }
 
 func (r *runner) missingDep(c *cell, phase, reason string) {
@@ -326,7 +343,10 @@ type failoverRun struct {
 	lastOut string
 	path    string
 	start   time.Time
+	note    string
 	mu      sync.Mutex
+	// recovered is the run's "RECOVERED: ..." line, once printed.
+	recovered string
 }
 
 func (r *runner) startFailover(ctx context.Context, c *cell) (*failoverRun, error) {
@@ -362,6 +382,9 @@ func (r *runner) startFailover(ctx context.Context, c *cell) (*failoverRun, erro
 			if strings.TrimSpace(line) != "" {
 				fr.lastOut = line
 			}
+			if i := strings.Index(line, "RECOVERED:"); i >= 0 && fr.recovered == "" {
+				fr.recovered = line[i:]
+			}
 			fr.mu.Unlock()
 			if !readied && strings.TrimSpace(line) == "READY" {
 				readied = true
@@ -373,6 +396,14 @@ func (r *runner) startFailover(ctx context.Context, c *cell) (*failoverRun, erro
 		fr.exited <- err
 	}()
 	return fr, nil
+}
+
+// recoveredLine is the RECOVERED line ("RECOVERED: n grants x s after the
+// kill; errors: n before the kill, n after (last: ...)"), or "".
+func (fr *failoverRun) recoveredLine() string {
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	return fr.recovered
 }
 
 func (fr *failoverRun) last() string {

