@@ -329,5 +329,5 @@ const (
 	// error handler overflows a full stack, which at 20000 frames holds the
 	// apply path for seconds, so deadbolt stops at 2000.
 	callStackSize = 2000
-	maxCStack     = 8000  // LUAI_MAXCSTACK: values a C function may push
+	maxCStack     = 8000 // LUAI_MAXCSTACK: values a C function may push
 )
