@@ -311,6 +311,20 @@ func (r *runner) failover(ctx context.Context, cells []*cell) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// KILLING: from the moment a run answers ARMED, its errors are the
+	// kill's (a reply broken by the kill can reach it before KILLED does).
+	for _, fr := range live {
+		io.WriteString(fr.stdin, "KILLING\n")
+	}
+	armBy := time.After(5 * time.Second)
+	for _, fr := range live {
+		select {
+		case <-fr.armed:
+		case err := <-fr.exited:
+			fr.exited <- err // judged below
+		case <-armBy:
+		}
+	}
 	victim := cl.byAddr(leader)
 	killedAt := time.Now()
 	victim.kill()
@@ -360,11 +374,11 @@ func (r *runner) failover(ctx context.Context, cells []*cell) (string, error) {
 	if err := cl.waitSettled(ctx, 30*time.Second); err != nil {
 		return note, fmt.Errorf("after restarting %s: %w", victim.name, err)
 	}
-	if newLeader == r.topo.direct {
-		// Direct clients keep using the same node; say so.
-		note += fmt.Sprintf("; the direct clients' node %s is now the leader", newLeader)
-	}
 	note += fmt.Sprintf("; %s restarted and settled as a follower in %v", victim.name, time.Since(back).Round(time.Millisecond))
+	// From now on direct clients (and redis-cli) use the restarted node:
+	// the after phase checks that it serves, forwards and delivers.
+	r.topo.direct = victim.addr
+	note += fmt.Sprintf("; the after phase's direct clients use %s (%s)", victim.name, victim.addr)
 	return note, nil
 }
 

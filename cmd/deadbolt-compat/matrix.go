@@ -152,6 +152,7 @@ func (r *runner) env(c *cell, phase string) []string {
 	t := r.topo
 	vars := map[string]string{
 		"COMPAT_PHASE":   map[string]string{phaseCheck: "check", phaseAfter: "check", phaseFailover: "failover"}[phase],
+		"COMPAT_STAGE":   phase,
 		"COMPAT_MASTER":  "mymaster",
 		"COMPAT_PREFIX":  fmt.Sprintf("compat:%s:%s:%d:", c.slug(), phase, time.Now().UnixNano()),
 		"COMPAT_DEAD":    t.dead,
@@ -339,6 +340,7 @@ type failoverRun struct {
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	ready   chan struct{}
+	armed   chan struct{}
 	exited  chan error
 	lastOut string
 	path    string
@@ -367,14 +369,15 @@ func (r *runner) startFailover(ctx context.Context, c *cell) (*failoverRun, erro
 		f.Close()
 		return nil, err
 	}
-	fr := &failoverRun{c: c, cmd: cmd, stdin: stdin, ready: make(chan struct{}), exited: make(chan error, 1), path: path, start: time.Now()}
+	fr := &failoverRun{c: c, cmd: cmd, stdin: stdin, ready: make(chan struct{}), armed: make(chan struct{}),
+		exited: make(chan error, 1), path: path, start: time.Now()}
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, err
 	}
 	go func() {
 		sc := bufio.NewScanner(out)
-		readied := false
+		readied, armed := false, false
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(f, line)
@@ -389,6 +392,10 @@ func (r *runner) startFailover(ctx context.Context, c *cell) (*failoverRun, erro
 			if !readied && strings.TrimSpace(line) == "READY" {
 				readied = true
 				close(fr.ready)
+			}
+			if !armed && strings.TrimSpace(line) == "ARMED" {
+				armed = true
+				close(fr.armed)
 			}
 		}
 		err := cmd.Wait()

@@ -15,6 +15,7 @@ import (
 type env struct {
 	mode      string
 	phase     string        // check or failover
+	stage     string        // COMPAT_STAGE: check, or after (the check again, after the leader kill)
 	addrs     []string      // COMPAT_ADDRS: every node (three singles in redlock3)
 	direct    string        // COMPAT_DIRECT: the node a plain client connects to
 	sentinels []string      // COMPAT_SENTINELS
@@ -28,6 +29,7 @@ func readEnv(mode string) (*env, error) {
 	e := &env{
 		mode:      mode,
 		phase:     os.Getenv("COMPAT_PHASE"),
+		stage:     os.Getenv("COMPAT_STAGE"),
 		addrs:     split(os.Getenv("COMPAT_ADDRS")),
 		direct:    os.Getenv("COMPAT_DIRECT"),
 		sentinels: split(os.Getenv("COMPAT_SENTINELS")),

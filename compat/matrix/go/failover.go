@@ -13,9 +13,11 @@ import (
 
 // The failover phase (docs/COMPATIBILITY.md, "The leader kill"): two
 // workers, each with its own connections, contend for one lock in a loop.
-// Once both have held it the run prints READY; the runner then SIGKILLs
-// the leader and writes KILLED on stdin; the run ends well once the lock
-// has been granted three more times by cycles that began after the kill.
+// Once both have held it the run prints READY. The runner writes KILLING
+// on stdin (the run answers ARMED: from then on errors count as the
+// kill's), SIGKILLs the leader and writes KILLED; the run ends well once
+// the lock has been granted three more times by cycles that began after
+// KILLED.
 // Two holders at once fail the run at any time. Errors are counted, before
 // and after the kill, and reported on the RECOVERED line; the runner
 // judges errors before the kill (they are a failure unless the cluster
@@ -39,6 +41,7 @@ type cycle func(ctx context.Context, hold func()) (ok bool, err error)
 type counters struct {
 	mu         sync.Mutex
 	grants     [failoverWorkers]int
+	armed      bool // KILLING was read: errors are the kill's
 	killedAt   time.Time
 	afterKill  int
 	errsBefore int
@@ -76,7 +79,7 @@ func failover(t *T, stdin io.Reader, stdout io.Writer, mk func(w int) cycle) {
 				killed := !c.killedAt.IsZero()
 				switch {
 				case err != nil && ctx.Err() == nil:
-					if killed {
+					if c.armed || killed {
 						c.errsAfter++
 					} else {
 						c.errsBefore++
@@ -108,7 +111,13 @@ func failover(t *T, stdin io.Reader, stdout io.Writer, mk func(w int) cycle) {
 	go func() {
 		sc := bufio.NewScanner(stdin)
 		for sc.Scan() {
-			if strings.TrimSpace(sc.Text()) == "KILLED" {
+			switch strings.TrimSpace(sc.Text()) {
+			case "KILLING":
+				c.mu.Lock()
+				c.armed = true
+				c.mu.Unlock()
+				fmt.Fprintln(stdout, "ARMED")
+			case "KILLED":
 				killed <- nil
 				return
 			}

@@ -107,12 +107,12 @@ class Env {
 
 // failover runs two workers that contend for one lock (each worker's
 // cycle(hold) tries once, calls hold when granted, and releases); it prints
-// READY once both have held it and, after KILLED on stdin, returns once
-// the lock has been granted three more times by cycles begun after the
-// kill. Two holders at once fail the run; errors are counted and reported
+// READY once both have held it, answers KILLING on stdin with ARMED (errors
+// from then on are the kill's) and, after KILLED, returns once the lock has
+// been granted three more times by cycles begun after the kill. Two holders at once fail the run; errors are counted and reported
 // on the RECOVERED line (the runner judges those before the kill).
 async function failover(env, makeCycle) {
-  const st = { inside: 0, overlap: null, grants: [0, 0], killedAt: null, after: 0, errsBefore: 0, errsAfter: 0, lastErr: '' };
+  const st = { inside: 0, overlap: null, grants: [0, 0], armed: false, killedAt: null, after: 0, errsBefore: 0, errsAfter: 0, lastErr: '' };
   let stop = false;
   const hold = async () => {
     st.inside++;
@@ -133,7 +133,7 @@ async function failover(env, makeCycle) {
       }
       if (stop) break;
       if (err) {
-        if (st.killedAt !== null) st.errsAfter++;
+        if (st.armed || st.killedAt !== null) st.errsAfter++;
         else st.errsBefore++;
         st.lastErr = err;
         log(`worker ${w}: ${err}`);
@@ -150,7 +150,12 @@ async function failover(env, makeCycle) {
   process.stdin.setEncoding('utf8');
   process.stdin.on('data', (d) => {
     buf += d;
-    if (buf.split('\n').some((l) => l.trim() === 'KILLED')) killed = true;
+    const lines = buf.split('\n').map((l) => l.trim());
+    if (!st.armed && lines.includes('KILLING')) {
+      st.armed = true;
+      process.stdout.write('ARMED\n');
+    }
+    if (lines.includes('KILLED')) killed = true;
   });
   process.stdin.on('end', () => { eof = true; });
   const deadline = START + env.limitMs;

@@ -9,8 +9,9 @@ MODE is single or direct (redis.Redis on one address) or sentinel
 come from the environment (COMPAT_*, set by cmd/deadbolt-compat). In the
 check phase the transcript runs and the exit code says how it went; in the
 failover phase two threads contend for one lock, READY is printed once both
-have held it, and after KILLED arrives on stdin the run ends well once the
-lock has been granted three more times. Errors are counted and reported
+have held it; KILLING on stdin is answered with ARMED (errors from then on
+are the kill's), and after KILLED the run ends well once the lock has been
+granted three more times. Errors are counted and reported
 on the RECOVERED line; the runner judges those before the kill.
 """
 
@@ -180,7 +181,7 @@ def check(env):
 
 def failover(env):
     lock_name = env.key("lock:failover")
-    state = {"inside": 0, "overlap": None, "grants": [0, 0], "killed_at": None, "after": 0,
+    state = {"inside": 0, "overlap": None, "grants": [0, 0], "armed": False, "killed_at": None, "after": 0,
              "errs_before": 0, "errs_after": 0, "last_err": ""}
     mu = threading.Lock()
     stop = threading.Event()
@@ -211,7 +212,7 @@ def failover(env):
             with mu:
                 killed = state["killed_at"] is not None
                 if err:
-                    state["errs_after" if killed else "errs_before"] += 1
+                    state["errs_after" if (killed or state["armed"]) else "errs_before"] += 1
                     state["last_err"] = err
                 elif ok:
                     state["grants"][w] += 1
@@ -230,7 +231,11 @@ def failover(env):
 
     def read_stdin():
         for line in sys.stdin:
-            if line.strip() == "KILLED":
+            if line.strip() == "KILLING":
+                with mu:
+                    state["armed"] = True
+                print("ARMED", flush=True)
+            elif line.strip() == "KILLED":
                 killed.set()
                 return
         eof.set()
