@@ -84,7 +84,7 @@ func ReadNode(id, dataDir, scratch string, targets map[uint64]bool) (st NodeStat
 			return fail(fmt.Errorf("read snapshot %s: %w", m.ID, err))
 		}
 		st.Snapshots = append(st.Snapshots, SnapState{Index: m.Index, Term: m.Term, Digest: digest(b)})
-		if i == len(metas)-1 {
+		if i == 0 { // List returns the newest first: raft restores that one
 			base, st.BaseIndex = b, m.Index
 		}
 	}
