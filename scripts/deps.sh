@@ -5,9 +5,10 @@ set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+command -v ip >/dev/null 2>&1 || need+=(iproute2) # make chaos: network namespaces
 
 if ((${#need[@]})); then
-	echo "deps: installing ${need[*]} (Debian packages) for the differential tests"
+	echo "deps: installing ${need[*]} (Debian packages) for the differential and chaos tests"
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
 	$sudo apt-get update -qq
