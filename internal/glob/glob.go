@@ -1,22 +1,27 @@
 // Package glob matches Redis glob-style patterns (KEYS, SCAN MATCH,
-// PSUBSCRIBE, PUBSUB CHANNELS): * ? [set] [^set] [a-z] and \ escapes.
+// PSUBSCRIBE, PUBSUB CHANNELS, CONFIG GET): * ? [set] [^set] [a-z] and \\
+// escapes, with Redis's quirks.
 package glob
 
-// Match reports whether s matches pattern, as Redis's stringmatchlen does
-// (case-sensitive).
+// Match reports whether s matches the glob pattern as Redis's
+// stringmatchlen does: '*', '?', '[...]' classes with '^' negation, 'a-z'
+// ranges (ends in either order) and '\' escapes, and a '\' before any
+// other character. Quirks kept on purpose: an unterminated '[' class runs
+// to the end of the pattern, "[a-]" is the range from 'a' to ']', and
+// bytes above 0x7f compare as C's signed char in ranges.
 func Match(pattern, s []byte) bool {
-	return match(pattern, s, 0)
+	skip := false
+	return matchImpl(pattern, s, false, &skip)
 }
 
-// maxDepth bounds the recursion on patterns with many stars, as Redis
-// does, so a hostile pattern cannot take exponential time.
-const maxDepth = 1000
+// MatchFold is Match ignoring ASCII case, as Redis's nocase mode.
+func MatchFold(pattern, s []byte) bool {
+	skip := false
+	return matchImpl(pattern, s, true, &skip)
+}
 
-func match(p, s []byte, depth int) bool {
-	if depth > maxDepth {
-		return false
-	}
-	for len(p) > 0 {
+func matchImpl(p, s []byte, nocase bool, skipLonger *bool) bool {
+	for len(p) > 0 && len(s) > 0 {
 		switch p[0] {
 		case '*':
 			for len(p) > 1 && p[1] == '*' {
@@ -25,81 +30,103 @@ func match(p, s []byte, depth int) bool {
 			if len(p) == 1 {
 				return true
 			}
-			for i := 0; i <= len(s); i++ {
-				if match(p[1:], s[i:], depth+1) {
+			for len(s) > 0 {
+				if matchImpl(p[1:], s, nocase, skipLonger) {
 					return true
 				}
+				if *skipLonger {
+					return false
+				}
+				s = s[1:]
 			}
+			*skipLonger = true
 			return false
 		case '?':
-			if len(s) == 0 {
-				return false
-			}
 			s = s[1:]
-			p = p[1:]
 		case '[':
-			if len(s) == 0 {
-				return false
+			p = p[1:]
+			not := len(p) > 0 && p[0] == '^'
+			if not {
+				p = p[1:]
 			}
-			var ok bool
-			p, ok = matchClass(p[1:], s[0])
-			if !ok {
+			match := false
+			for {
+				if len(p) >= 2 && p[0] == '\\' {
+					p = p[1:]
+					if p[0] == s[0] {
+						match = true
+					}
+				} else if len(p) > 0 && p[0] == ']' {
+					break
+				} else if len(p) == 0 {
+					// Unterminated class: Redis steps back so that the
+					// advance after the switch lands on the end.
+					p = nil
+					break
+				} else if len(p) >= 3 && p[1] == '-' {
+					start, end, ch := int(int8(p[0])), int(int8(p[2])), int(int8(s[0]))
+					if start > end {
+						start, end = end, start
+					}
+					if nocase {
+						start, end, ch = lowerC(start), lowerC(end), lowerC(ch)
+					}
+					p = p[2:]
+					if ch >= start && ch <= end {
+						match = true
+					}
+				} else if nocase {
+					if lowerC(int(p[0])) == lowerC(int(s[0])) {
+						match = true
+					}
+				} else if p[0] == s[0] {
+					match = true
+				}
+				p = p[1:]
+			}
+			if not {
+				match = !match
+			}
+			if !match {
 				return false
 			}
 			s = s[1:]
+			if p == nil {
+				// The class ran to the end of the pattern.
+				if len(s) == 0 {
+					return true
+				}
+				return false
+			}
 		case '\\':
 			if len(p) >= 2 {
 				p = p[1:]
 			}
 			fallthrough
 		default:
-			if len(s) == 0 || p[0] != s[0] {
+			if nocase {
+				if lowerC(int(p[0])) != lowerC(int(s[0])) {
+					return false
+				}
+			} else if p[0] != s[0] {
 				return false
 			}
 			s = s[1:]
-			p = p[1:]
+		}
+		p = p[1:]
+		if len(s) == 0 {
+			for len(p) > 0 && p[0] == '*' {
+				p = p[1:]
+			}
+			break
 		}
 	}
-	return len(s) == 0
+	return len(p) == 0 && len(s) == 0
 }
 
-// matchClass matches c against a [class] whose body starts at p; it
-// returns the pattern after the closing bracket.
-func matchClass(p []byte, c byte) ([]byte, bool) {
-	not := false
-	if len(p) > 0 && p[0] == '^' {
-		not = true
-		p = p[1:]
+func lowerC(c int) int {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
 	}
-	hit := false
-	for len(p) > 0 && p[0] != ']' {
-		switch {
-		case p[0] == '\\' && len(p) >= 2:
-			if p[1] == c {
-				hit = true
-			}
-			p = p[2:]
-		case len(p) >= 3 && p[1] == '-':
-			lo, hi := p[0], p[2]
-			if lo > hi {
-				lo, hi = hi, lo
-			}
-			if c >= lo && c <= hi {
-				hit = true
-			}
-			p = p[3:]
-		default:
-			if p[0] == c {
-				hit = true
-			}
-			p = p[1:]
-		}
-	}
-	if len(p) > 0 {
-		p = p[1:] // the closing bracket; a missing one ends the pattern
-	}
-	if not {
-		hit = !hit
-	}
-	return p, hit
+	return c
 }
