@@ -1,6 +1,7 @@
 package luaexec
 
 import (
+	"github.com/deadbolt/deadbolt/resp"
 	"strings"
 )
 
@@ -72,86 +73,13 @@ func ParseShebang(body []byte) (flags ScriptFlags, skip int, errMsg string) {
 	return flags, end, ""
 }
 
-// splitArgs splits a line like Redis's sdssplitargs: words separated by
-// white space, "double quoted" strings with escapes, 'single quoted'
-// strings. ok is false for unbalanced quotes.
+// splitArgs splits a line like Redis's sdssplitargs (the same rules as
+// an inline request). ok is false for unbalanced quotes.
 func splitArgs(line string) ([]string, bool) {
-	var out []string
-	i := 0
-	for {
-		for i < len(line) && isSpace(int(line[i])) {
-			i++
-		}
-		if i >= len(line) {
-			return out, true
-		}
-		var cur []byte
-		inq, insq, done := false, false, false
-		for !done {
-			if i >= len(line) {
-				if inq || insq {
-					return nil, false
-				}
-				break
-			}
-			c := line[i]
-			switch {
-			case inq:
-				if c == '\\' && i+3 < len(line) && line[i+1] == 'x' && isXDigit(int(line[i+2])) && isXDigit(int(line[i+3])) {
-					cur = append(cur, byte(digitVal(line[i+2])*16+digitVal(line[i+3])))
-					i += 3
-				} else if c == '\\' && i+1 < len(line) {
-					i++
-					switch line[i] {
-					case 'n':
-						cur = append(cur, '\n')
-					case 'r':
-						cur = append(cur, '\r')
-					case 't':
-						cur = append(cur, '\t')
-					case 'b':
-						cur = append(cur, '\b')
-					case 'a':
-						cur = append(cur, '\a')
-					default:
-						cur = append(cur, line[i])
-					}
-				} else if c == '"' {
-					if i+1 < len(line) && !isSpace(int(line[i+1])) {
-						return nil, false
-					}
-					done = true
-				} else {
-					cur = append(cur, c)
-				}
-			case insq:
-				if c == '\\' && i+1 < len(line) && line[i+1] == '\'' {
-					i++
-					cur = append(cur, '\'')
-				} else if c == '\'' {
-					if i+1 < len(line) && !isSpace(int(line[i+1])) {
-						return nil, false
-					}
-					done = true
-				} else {
-					cur = append(cur, c)
-				}
-			default:
-				switch {
-				case isSpace(int(c)):
-					done = true
-				case c == '"':
-					inq = true
-				case c == '\'':
-					insq = true
-				default:
-					cur = append(cur, c)
-				}
-			}
-			if i < len(line) {
-				i++
-			}
-		}
-		out = append(out, string(cur))
+	words, ok := resp.SplitInline([]byte(line))
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = string(w)
 	}
+	return out, ok
 }

@@ -1,5 +1,5 @@
 // Package glob matches Redis glob-style patterns (KEYS, SCAN MATCH,
-// PSUBSCRIBE, PUBSUB CHANNELS, CONFIG GET): * ? [set] [^set] [a-z] and \\
+// PSUBSCRIBE, PUBSUB CHANNELS, CONFIG GET): * ? [set] [^set] [a-z] and \
 // escapes, with Redis's quirks.
 package glob
 
