@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -28,8 +27,24 @@ func (e *ProtocolError) Error() string { return "Protocol error: " + e.Msg }
 var ErrBufferLimit = errors.New("resp: request exceeds the query buffer limit")
 
 // Reader reads client requests: RESP multibulk arrays or inline commands.
+//
+// It keeps its own buffer and parses incrementally, so it serves both
+// ways the server reads: ReadCommand pulls from an io.Reader and waits
+// for a whole request; an event loop instead reads the socket into Space,
+// calls Commit, and takes requests with Next until it reports that the
+// rest has not arrived yet.
 type Reader struct {
-	rd         *bufio.Reader
+	src  io.Reader // nil for a reader fed through Space and Commit
+	buf  []byte
+	r, w int // buf[r:w] is read but not yet parsed
+
+	// A multibulk request being parsed: the arguments so far, how many
+	// are still to come and their total size.
+	inMulti bool
+	args    [][]byte
+	want    int64
+	total   int64
+
 	MaxBulkLen int64 // largest bulk argument accepted
 	MaxRequest int64 // largest request (sum of arguments) accepted
 	// Unauthenticated, when set, applies Redis's tighter limits for clients
@@ -37,149 +52,183 @@ type Reader struct {
 	Unauthenticated bool
 }
 
-// NewReader returns a reader with Redis's default limits.
-func NewReader(r io.Reader) *Reader {
-	return &Reader{rd: bufio.NewReaderSize(r, 16<<10), MaxBulkLen: DefaultMaxBulkLen, MaxRequest: 1 << 30}
+// readChunk is how much room the buffer keeps for one read from the
+// socket; a buffer grown past shrinkAbove for a large request is dropped
+// once it has been parsed.
+const (
+	readChunk   = 16 << 10
+	shrinkAbove = 256 << 10
+)
+
+// NewReader returns a reader of src with Redis's default limits.
+func NewReader(src io.Reader) *Reader {
+	r := NewBufferReader()
+	r.src = src
+	return r
+}
+
+// NewBufferReader returns a reader with Redis's default limits that is
+// fed with Space and Commit instead of reading by itself.
+func NewBufferReader() *Reader {
+	return &Reader{MaxBulkLen: DefaultMaxBulkLen, MaxRequest: 1 << 30}
 }
 
 // Buffered reports how many bytes are already read from the connection and
 // waiting to be parsed: more than zero means a pipelined request follows.
-func (r *Reader) Buffered() int { return r.rd.Buffered() }
+func (r *Reader) Buffered() int { return r.w - r.r }
 
-// ReadCommand returns the next request's arguments. Empty requests
-// (a blank inline line, "*0") are skipped. A *ProtocolError means the
-// request was malformed; the caller replies and closes the connection.
+// Space returns room at the end of the buffer for at least readChunk
+// more bytes. Fill it, then Commit what was written. The buffer grows
+// only as fast as bytes actually arrive, so a length header that lies
+// does not make it allocate memory the client never sends.
+func (r *Reader) Space() []byte {
+	if r.r == r.w {
+		r.r, r.w = 0, 0
+		if cap(r.buf) > shrinkAbove && !r.inMulti {
+			r.buf = nil
+		}
+	}
+	if len(r.buf)-r.w >= readChunk {
+		return r.buf[r.w:]
+	}
+	if r.r > 0 && r.r >= r.w-r.r {
+		// More parsed than pending: move the pending bytes to the front.
+		n := copy(r.buf, r.buf[r.r:r.w])
+		r.r, r.w = 0, n
+		if len(r.buf)-r.w >= readChunk {
+			return r.buf[r.w:]
+		}
+	}
+	nb := make([]byte, max(2*len(r.buf), r.w-r.r+readChunk))
+	r.w = copy(nb, r.buf[r.r:r.w])
+	r.r = 0
+	r.buf = nb
+	return r.buf[r.w:]
+}
+
+// Commit records that n bytes were written at the start of Space.
+func (r *Reader) Commit(n int) { r.w += n }
+
+// ReadCommand returns the next request's arguments, reading from the
+// source until one is whole. Empty requests (a blank inline line, "*0")
+// are skipped. A *ProtocolError means the request was malformed; the
+// caller replies and closes the connection. The source's end in the
+// middle of a request is io.ErrUnexpectedEOF.
 func (r *Reader) ReadCommand() ([][]byte, error) {
 	for {
-		b, err := r.rd.Peek(1)
-		if err != nil {
+		args, err := r.Next()
+		if err != nil || args != nil {
+			return args, err
+		}
+		n, err := r.src.Read(r.Space())
+		r.Commit(n)
+		if n == 0 && err != nil {
+			if err == io.EOF && (r.inMulti || r.r != r.w) {
+				err = io.ErrUnexpectedEOF
+			}
 			return nil, err
-		}
-		var args [][]byte
-		if b[0] == '*' {
-			args, err = r.readMultibulk()
-		} else {
-			args, err = r.readInline()
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(args) > 0 {
-			return args, nil
 		}
 	}
 }
 
-// readLine reads up to "\n" and returns the line without "\r\n". A line
-// longer than MaxInlineSize is a protocol error with the given message.
-func (r *Reader) readLine(tooBig string) ([]byte, error) {
-	var line []byte
+// Next parses the next whole request in the buffer. It returns nil
+// arguments and a nil error when the rest of the request has not arrived.
+// Empty requests are skipped. After an error the reader must not be used.
+func (r *Reader) Next() ([][]byte, error) {
 	for {
-		frag, err := r.rd.ReadSlice('\n')
-		if err == nil {
-			line = append(line, frag...)
-			break
-		}
-		line = append(line, frag...)
-		if err != bufio.ErrBufferFull {
-			if len(line) > MaxInlineSize {
-				return nil, &ProtocolError{tooBig}
+		if !r.inMulti {
+			if r.r == r.w {
+				return nil, nil
 			}
-			return nil, err
+			if r.buf[r.r] != '*' {
+				line, ok, err := r.line("too big inline request")
+				if !ok || err != nil {
+					return nil, err
+				}
+				args, ok := SplitInline(line)
+				if !ok {
+					return nil, &ProtocolError{"unbalanced quotes in request"}
+				}
+				if len(args) == 0 {
+					continue
+				}
+				return args, nil
+			}
+			line, ok, err := r.line("too big mbulk count string")
+			if !ok || err != nil {
+				return nil, err
+			}
+			n, ok := parseLen(line[1:])
+			if !ok || n > math.MaxInt32 || (r.Unauthenticated && n > unauthMaxMultibulk) {
+				return nil, &ProtocolError{"invalid multibulk length"}
+			}
+			if n <= 0 {
+				continue
+			}
+			r.inMulti, r.want, r.total = true, n, 0
+			r.args = make([][]byte, 0, min(n, 1024))
 		}
-		// 64 KiB without a newline: refuse now rather than wait for
-		// more of a request that can no longer be valid.
-		if len(line) >= MaxInlineSize {
-			return nil, &ProtocolError{tooBig}
+		for r.want > 0 {
+			start := r.r
+			line, ok, err := r.line("too big bulk count string")
+			if !ok || err != nil {
+				return nil, err
+			}
+			if len(line) == 0 || line[0] != '$' {
+				got := byte(0)
+				if len(line) > 0 {
+					got = line[0]
+				}
+				return nil, &ProtocolError{"expected '$', got '" + string(got) + "'"}
+			}
+			size, ok := parseLen(line[1:])
+			if !ok || size < 0 || size > r.MaxBulkLen || (r.Unauthenticated && size > unauthMaxBulkLength) {
+				return nil, &ProtocolError{"invalid bulk length"}
+			}
+			if r.total+size > r.MaxRequest {
+				return nil, ErrBufferLimit
+			}
+			if int64(r.w-r.r) < size+2 {
+				// The header is parsed again with the rest of the bulk.
+				r.r = start
+				return nil, nil
+			}
+			end := r.r + int(size)
+			if r.buf[end] != '\r' || r.buf[end+1] != '\n' {
+				return nil, &ProtocolError{"invalid bulk length"}
+			}
+			r.args = append(r.args, append([]byte(nil), r.buf[r.r:end]...))
+			r.r = end + 2
+			r.total += size
+			r.want--
 		}
+		args := r.args
+		r.inMulti, r.args = false, nil
+		return args, nil
 	}
-	if len(line) > MaxInlineSize {
-		return nil, &ProtocolError{tooBig}
+}
+
+// line takes the next line without its "\r\n", or reports that it has
+// not arrived. A line longer than MaxInlineSize is a protocol error with
+// the given message, raised as soon as that many bytes are buffered.
+func (r *Reader) line(tooBig string) ([]byte, bool, error) {
+	pending := r.buf[r.r:r.w]
+	i := bytes.IndexByte(pending, '\n')
+	if i < 0 {
+		if len(pending) >= MaxInlineSize {
+			return nil, false, &ProtocolError{tooBig}
+		}
+		return nil, false, nil
 	}
-	line = line[:len(line)-1]
+	if i+1 > MaxInlineSize {
+		return nil, false, &ProtocolError{tooBig}
+	}
+	r.r += i + 1
+	line := pending[:i]
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
 	}
-	return line, nil
-}
-
-func (r *Reader) readMultibulk() ([][]byte, error) {
-	line, err := r.readLine("too big mbulk count string")
-	if err != nil {
-		return nil, err
-	}
-	n, ok := parseLen(line[1:])
-	if !ok || n > math.MaxInt32 || (r.Unauthenticated && n > unauthMaxMultibulk) {
-		return nil, &ProtocolError{"invalid multibulk length"}
-	}
-	if n <= 0 {
-		return nil, nil
-	}
-	args := make([][]byte, 0, min(n, 1024))
-	var total int64
-	for i := int64(0); i < n; i++ {
-		line, err := r.readLine("too big bulk count string")
-		if err != nil {
-			return nil, err
-		}
-		if len(line) == 0 || line[0] != '$' {
-			got := byte(0)
-			if len(line) > 0 {
-				got = line[0]
-			}
-			return nil, &ProtocolError{"expected '$', got '" + string(got) + "'"}
-		}
-		size, ok := parseLen(line[1:])
-		if !ok || size < 0 || size > r.MaxBulkLen || (r.Unauthenticated && size > unauthMaxBulkLength) {
-			return nil, &ProtocolError{"invalid bulk length"}
-		}
-		total += size
-		if total > r.MaxRequest {
-			return nil, ErrBufferLimit
-		}
-		arg, err := r.readBulk(int(size))
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, arg)
-	}
-	return args, nil
-}
-
-// readBulk reads size bytes and the trailing CRLF. Large arguments are read
-// in growing chunks so that a lying length header cannot make the server
-// allocate memory the client never sends.
-func (r *Reader) readBulk(size int) ([]byte, error) {
-	const chunk = 1 << 20
-	buf := make([]byte, 0, min(size, chunk))
-	for len(buf) < size {
-		want := min(size-len(buf), max(chunk, len(buf)))
-		start := len(buf)
-		buf = append(buf, make([]byte, want)...)
-		if _, err := io.ReadFull(r.rd, buf[start:]); err != nil {
-			return nil, err
-		}
-	}
-	var crlf [2]byte
-	if _, err := io.ReadFull(r.rd, crlf[:]); err != nil {
-		return nil, err
-	}
-	if crlf != [2]byte{'\r', '\n'} {
-		return nil, &ProtocolError{"invalid bulk length"}
-	}
-	return buf, nil
-}
-
-func (r *Reader) readInline() ([][]byte, error) {
-	line, err := r.readLine("too big inline request")
-	if err != nil {
-		return nil, err
-	}
-	args, ok := SplitInline(line)
-	if !ok {
-		return nil, &ProtocolError{"unbalanced quotes in request"}
-	}
-	return args, nil
+	return line, true, nil
 }
 
 func parseLen(b []byte) (int64, bool) {

@@ -142,3 +142,123 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// feedAll parses in through Space, Commit and Next, committing at most
+// chunk bytes at a time, the way the event loop feeds a reader.
+func feedAll(in []byte, chunk int, maxBulk int64) ([][][]byte, error) {
+	r := NewBufferReader()
+	r.MaxBulkLen = maxBulk
+	var cmds [][][]byte
+	for {
+		for {
+			args, err := r.Next()
+			if err != nil {
+				return cmds, err
+			}
+			if args == nil {
+				break
+			}
+			cmds = append(cmds, args)
+		}
+		if len(in) == 0 {
+			if r.inMulti || r.Buffered() > 0 {
+				return cmds, io.ErrUnexpectedEOF
+			}
+			return cmds, io.EOF
+		}
+		n := copy(r.Space(), in[:min(chunk, len(in))])
+		r.Commit(n)
+		in = in[n:]
+	}
+}
+
+func sameCommands(a, b [][][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for j := range a[i] {
+			if !bytes.Equal(a[i][j], b[i][j]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func sameError(a, b error) bool {
+	var pa, pb *ProtocolError
+	if errors.As(a, &pa) || errors.As(b, &pb) {
+		return errors.As(a, &pa) && errors.As(b, &pb) && pa.Msg == pb.Msg
+	}
+	return a == b
+}
+
+// A request split anywhere, even one byte at a time, parses the same as
+// when it arrives whole.
+func TestReaderFedInPieces(t *testing.T) {
+	in := []byte("*2\r\n$3\r\nGET\r\n$4\r\na\r\nb\r\n" + "PING\r\n" + "*0\r\n" +
+		"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$" + "40000\r\n" + strings.Repeat("v", 40000) + "\r\n" +
+		"SET a \"b c\"\n" + "*1\r\n$4\r\nQUIT\r\n")
+	whole, err := feedAll(in, len(in), DefaultMaxBulkLen)
+	if err != io.EOF || len(whole) != 5 {
+		t.Fatalf("whole: %d commands, err %v", len(whole), err)
+	}
+	if got := string(whole[2][2]); len(got) != 40000 {
+		t.Fatalf("big bulk is %d bytes", len(got))
+	}
+	for _, chunk := range []int{1, 2, 3, 7, 100, 16 << 10} {
+		got, err := feedAll(in, chunk, DefaultMaxBulkLen)
+		if err != io.EOF || !sameCommands(got, whole) {
+			t.Fatalf("chunk %d: %d commands, err %v", chunk, len(got), err)
+		}
+	}
+}
+
+// A big request does not keep its buffer once it is parsed.
+func TestReaderShrinks(t *testing.T) {
+	r := NewBufferReader()
+	in := []byte("*2\r\n$4\r\nECHO\r\n$1000000\r\n" + strings.Repeat("x", 1000000) + "\r\n")
+	for len(in) > 0 {
+		n := copy(r.Space(), in)
+		r.Commit(n)
+		in = in[n:]
+	}
+	args, err := r.Next()
+	if err != nil || len(args) != 2 || len(args[1]) != 1000000 {
+		t.Fatalf("args %d, err %v", len(args), err)
+	}
+	r.Space()
+	if cap(r.buf) > shrinkAbove {
+		t.Fatalf("buffer kept at %d bytes", cap(r.buf))
+	}
+}
+
+// FuzzReaderPieces checks that feeding a reader in pieces gives the same
+// commands and the same error as reading the whole input.
+func FuzzReaderPieces(f *testing.F) {
+	f.Add([]byte("*2\r\n$3\r\nGET\r\n$1\r\na\r\n"), uint8(1))
+	f.Add([]byte("SET a \"b\\x41\" 'c'\r\n*0\r\n"), uint8(3))
+	f.Add([]byte("*3\r\n$1\r\na\r\n"), uint8(2))
+	f.Fuzz(func(t *testing.T, in []byte, chunk uint8) {
+		r := NewReader(bytes.NewReader(in))
+		r.MaxBulkLen = 1 << 16
+		var want [][][]byte
+		var werr error
+		for {
+			args, err := r.ReadCommand()
+			if err != nil {
+				werr = err
+				break
+			}
+			want = append(want, args)
+		}
+		got, gerr := feedAll(in, int(chunk)+1, 1<<16)
+		if !sameCommands(got, want) || !sameError(gerr, werr) {
+			t.Fatalf("pieces of %d: %q, %v; whole: %q, %v", int(chunk)+1, got, gerr, want, werr)
+		}
+	})
+}
