@@ -19,7 +19,19 @@ import (
 //	nwatch   uvarint, then each watch as db, key, version
 //
 // A single command has nargs > 0 and ntx = 0; a transaction has nargs = 0.
-const envelopeVersion = 1
+//
+// A batch (version 2) is what a leader's group commit writes when several
+// commands were waiting at once; it packs them into one log entry:
+//
+//	version byte (2)
+//	n        uvarint  number of commands, at least 1
+//	each     uvarint length + a version-1 envelope (its own time stamp)
+//
+// Batches do not nest. A lone command is still written as version 1.
+const (
+	envelopeVersion = 1
+	batchVersion    = 2
+)
 
 // maxEnvelopeCount bounds counts read from an envelope before anything is
 // allocated for them.
@@ -122,7 +134,59 @@ func (r *envReader) args() [][]byte {
 	return out
 }
 
-// DecodeEntry decodes an envelope. The returned arguments alias b.
+// AppendBatch appends a batch (version 2) of the given version-1
+// envelopes to dst, in order.
+func AppendBatch(dst []byte, envelopes ...[]byte) []byte {
+	dst = append(dst, batchVersion)
+	dst = appendUvarint(dst, uint64(len(envelopes)))
+	for _, e := range envelopes {
+		dst = appendBytes(dst, e)
+	}
+	return dst
+}
+
+// DecodeEntries decodes a log entry of either version: one command
+// (version 1) or a batch (version 2), in order. The returned arguments
+// alias b.
+func DecodeEntries(b []byte) ([]Entry, error) {
+	if len(b) > 0 && b[0] == envelopeVersion {
+		e, err := DecodeEntry(b)
+		if err != nil {
+			return nil, err
+		}
+		return []Entry{e}, nil
+	}
+	if len(b) == 0 || b[0] != batchVersion {
+		return nil, fmt.Errorf("%w: unknown version", ErrBadEnvelope)
+	}
+	r := &envReader{b: b[1:]}
+	n := r.count()
+	if r.err == nil && n == 0 {
+		return nil, fmt.Errorf("%w: empty batch", ErrBadEnvelope)
+	}
+	out := make([]Entry, 0, n)
+	for i := 0; i < n && r.err == nil; i++ {
+		sub := r.bytes()
+		if r.err != nil {
+			break
+		}
+		e, err := DecodeEntry(sub)
+		if err != nil {
+			return nil, fmt.Errorf("batch command %d: %w", i, err)
+		}
+		out = append(out, e)
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = fmt.Errorf("%w: trailing bytes", ErrBadEnvelope)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return out, nil
+}
+
+// DecodeEntry decodes a version-1 envelope (one command; forwarding
+// carries these). The returned arguments alias b.
 func DecodeEntry(b []byte) (Entry, error) {
 	if len(b) == 0 || b[0] != envelopeVersion {
 		return Entry{}, fmt.Errorf("%w: unknown version", ErrBadEnvelope)

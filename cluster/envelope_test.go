@@ -67,3 +67,82 @@ func FuzzDecodeEntry(f *testing.F) {
 		}
 	})
 }
+
+func TestBatchRoundTrip(t *testing.T) {
+	entries := []Entry{
+		{Time: 10, Cmd: fsm.Command{Args: args("EVALSHA", "abc", "1", "lock", "30000", "id:1")}},
+		{Time: 9, Cmd: fsm.Command{DB: 2, Tx: [][][]byte{args("SET", "a", "1")}}},
+		{Time: 11, Cmd: fsm.Command{Tx: [][][]byte{}}},
+	}
+	var envs [][]byte
+	for _, e := range entries {
+		envs = append(envs, AppendEntry(nil, e))
+	}
+	for n := 1; n <= len(entries); n++ {
+		got, err := DecodeEntries(AppendBatch(nil, envs[:n]...))
+		if err != nil {
+			t.Fatalf("%d commands: %v", n, err)
+		}
+		if !reflect.DeepEqual(got, entries[:n]) {
+			t.Fatalf("%d commands:\n got %+v\nwant %+v", n, got, entries[:n])
+		}
+	}
+	// A version-1 envelope decodes as one entry.
+	got, err := DecodeEntries(envs[0])
+	if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], entries[0]) {
+		t.Fatalf("DecodeEntries(version 1) = %+v, %v", got, err)
+	}
+	// DecodeEntry stays version 1 only.
+	if _, err := DecodeEntry(AppendBatch(nil, envs[0])); err == nil {
+		t.Fatal("DecodeEntry accepted a batch")
+	}
+}
+
+func TestBatchRejects(t *testing.T) {
+	one := AppendEntry(nil, Entry{Time: 1, Cmd: fsm.Command{Args: args("GET", "k")}})
+	good := AppendBatch(nil, one, one)
+	bad := map[string][]byte{
+		"empty":           {batchVersion},
+		"no commands":     {batchVersion, 0},
+		"truncated":       good[:len(good)-1],
+		"trailing":        append(append([]byte{}, good...), 0),
+		"count too large": {batchVersion, 3, 1, 1},
+		"huge count":      {batchVersion, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"huge length":     {batchVersion, 1, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"nested batch":    AppendBatch(nil, AppendBatch(nil, one)),
+		"bad command":     AppendBatch(nil, one, one[:len(one)-1]),
+		"empty command":   AppendBatch(nil, one, nil),
+		"unknown version": {3, 1, 0},
+	}
+	for name, b := range bad {
+		if got, err := DecodeEntries(b); err == nil {
+			t.Errorf("%s: DecodeEntries(%q) accepted: %+v", name, b, got)
+		}
+	}
+}
+
+// FuzzDecodeEntries: arbitrary bytes never panic, and whatever decodes as
+// a batch encodes back to the same commands.
+func FuzzDecodeEntries(f *testing.F) {
+	one := AppendEntry(nil, Entry{Time: 1, Cmd: fsm.Command{Args: args("SET", "k", "v")}})
+	f.Add(one)
+	f.Add(AppendBatch(nil, one, one))
+	f.Add(AppendBatch(nil, AppendEntry(nil, Entry{Time: 2, Cmd: fsm.Command{Tx: [][][]byte{args("PING")}, Watch: []fsm.Watch{{Key: "k"}}}})))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		es, err := DecodeEntries(b)
+		if err != nil {
+			return
+		}
+		if len(es) == 0 {
+			t.Fatalf("%q decoded to no commands", b)
+		}
+		var envs [][]byte
+		for _, e := range es {
+			envs = append(envs, AppendEntry(nil, e))
+		}
+		again, err := DecodeEntries(AppendBatch(nil, envs...))
+		if err != nil || !reflect.DeepEqual(es, again) {
+			t.Fatalf("re-encode of %q failed: %v", b, err)
+		}
+	})
+}

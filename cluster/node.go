@@ -96,6 +96,7 @@ type Node struct {
 	transport *raft.NetworkTransport
 	closers   []io.Closer
 	fwd       *forwarder
+	prop      *proposer
 
 	tmu      sync.Mutex
 	lead     leaderTime
@@ -221,6 +222,8 @@ func NewNode(cfg Config) (*Node, error) {
 		n.closeStores()
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
+	n.prop = newProposer(n.raft.Apply, cfg.CommandTimeout, batchInflight, n.stop)
+	n.prop.start(&n.wg)
 	if !hasState && len(cfg.Peers) > 0 {
 		if err := n.Bootstrap(cfg.Peers); err != nil {
 			n.Close()

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/deadbolt/deadbolt/fsm"
 )
 
@@ -117,33 +115,14 @@ func (n *Node) leaderClientAddr() (string, bool) {
 }
 
 // ApplyLocal proposes a command on this node, which must be the leader. It
-// never forwards (the receiving end of forwarding calls it).
+// never forwards (the receiving end of forwarding calls it). The command
+// shares a log entry with those proposed at the same moment (batch.go).
 func (n *Node) ApplyLocal(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	ts, ok := n.stamp()
 	if !ok {
 		return fsm.Result{}, ErrNotLeader
 	}
-	timeout := n.cfg.CommandTimeout
-	if d, ok := ctx.Deadline(); ok {
-		timeout = max(time.Until(d), time.Millisecond)
-	}
-	f := n.raft.Apply(AppendEntry(nil, Entry{Time: ts, Cmd: cmd}), timeout)
-	if err := f.Error(); err != nil {
-		switch {
-		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrEnqueueTimeout):
-			// Refused before it entered the log.
-			return fsm.Result{}, ErrNotLeader
-		case errors.Is(err, raft.ErrRaftShutdown):
-			return fsm.Result{}, ErrUnknownOutcome
-		default:
-			return fsm.Result{}, ErrUnknownOutcome
-		}
-	}
-	res, ok := f.Response().(fsm.Result)
-	if !ok {
-		return fsm.Result{}, ErrUnknownOutcome
-	}
-	return res, nil
+	return n.prop.propose(ctx, AppendEntry(nil, Entry{Time: ts, Cmd: cmd}))
 }
 
 // readIndex makes a read on this leader linearizable: it takes the commit

@@ -51,6 +51,9 @@ func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	return out
 }
 
+// applyLocked applies one entry: a command (its fsm.Result) or a batch
+// (a []fsm.Result, one per command, in order). Every command of an entry
+// reports the entry's index.
 func (r *raftFSM) applyLocked(l *raft.Log) interface{} {
 	defer func() {
 		r.applied = l.Index
@@ -59,15 +62,36 @@ func (r *raftFSM) applyLocked(l *raft.Log) interface{} {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	e, err := DecodeEntry(l.Data)
-	if err != nil {
-		// Every node has the same log: an entry that does not decode is
-		// corruption, and applying around it would diverge.
-		panic(fmt.Sprintf("cluster: log entry %d does not decode: %v", l.Index, err))
+	if len(l.Data) > 0 && l.Data[0] == envelopeVersion {
+		e, err := DecodeEntry(l.Data)
+		if err != nil {
+			r.corrupt(l, err)
+		}
+		return r.applyOne(l.Index, e)
 	}
+	es, err := DecodeEntries(l.Data)
+	if err != nil {
+		r.corrupt(l, err)
+	}
+	out := make([]fsm.Result, len(es))
+	for i, e := range es {
+		out[i] = r.applyOne(l.Index, e)
+	}
+	return out
+}
+
+// corrupt stops the node: every node has the same log, so an entry that
+// does not decode is corruption, and applying around it would diverge.
+func (r *raftFSM) corrupt(l *raft.Log, err error) {
+	panic(fmt.Sprintf("cluster: log entry %d does not decode: %v", l.Index, err))
+}
+
+// applyOne applies one command of the entry at index and delivers what it
+// published, unless the entry is being replayed.
+func (r *raftFSM) applyOne(index uint64, e Entry) fsm.Result {
 	res := r.fsm.Apply(e.Time, e.Cmd)
-	res.LogIndex = l.Index
-	if len(res.Effects) > 0 && r.deliver != nil && l.Index > r.replayUntil {
+	res.LogIndex = index
+	if len(res.Effects) > 0 && r.deliver != nil && index > r.replayUntil {
 		res.SetReceivers(r.deliver.DeliverEach(res.Effects))
 	}
 	return res

@@ -129,11 +129,13 @@ func ReadNode(id, dataDir, scratch string, targets map[uint64]bool) (st NodeStat
 			st.LastTerm = l.Term
 		}
 		if l.Type == raft.LogCommand {
-			e, err := cluster.DecodeEntry(l.Data)
+			es, err := cluster.DecodeEntries(l.Data)
 			if err != nil {
 				return fail(fmt.Errorf("log %d: %w", i, err))
 			}
-			f.Apply(e.Time, e.Cmd)
+			for _, e := range es {
+				f.Apply(e.Time, e.Cmd)
+			}
 		}
 		if targets[i] {
 			st.Terms[i] = l.Term

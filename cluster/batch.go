@@ -1,0 +1,275 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/deadbolt/deadbolt/fsm"
+)
+
+// Group commit. Every log entry costs the same whatever it carries: a
+// raft future, msgpack encoding for the transport and the log store, a
+// bolt transaction with its page writes and fsync on every node. So the
+// leader's proposer packs all commands that are waiting when it is ready
+// to propose into one entry (a version-2 envelope), with at most
+// batchInflight entries proposed and not yet answered. Under load the
+// commands that arrive while those are being committed form the next
+// entry; a lone command is proposed at once, on its own, as a version-1
+// entry, so one client waits no longer than before.
+
+// Batching bounds.
+const (
+	batchMaxCommands = 512       // commands per entry
+	batchMaxBytes    = 256 << 10 // bytes of envelopes per entry (a larger command goes alone)
+	// batchInflight is how many entries may be proposed and not yet
+	// answered. On a 2-core machine one was best: more entries in flight
+	// mean smaller entries, and each entry's fsyncs cost CPU on every node
+	// (at 64 clients, 2 in flight gave about 20 % fewer pairs per second
+	// than 1, 4 and 8 fewer still).
+	batchInflight = 1
+)
+
+// applyFunc proposes one log entry (raft.Raft.Apply; tests substitute it).
+type applyFunc func(data []byte, timeout time.Duration) raft.ApplyFuture
+
+// proposal is one command waiting for its entry.
+type proposal struct {
+	env  []byte       // its version-1 envelope, time stamp included
+	done chan outcome // buffered: the answer never waits for the caller
+	// Under proposer.mu:
+	taken     bool // in an entry handed to raft
+	abandoned bool // its caller gave up before it was taken
+}
+
+type outcome struct {
+	res fsm.Result
+	err error
+}
+
+// inflightEntry is a proposed entry whose future has not been read.
+type inflightEntry struct {
+	props []*proposal
+	f     raft.ApplyFuture
+}
+
+// proposer is a node's group commit. It runs for the node's whole life;
+// on a follower raft refuses its entries at once (ErrNotLeader).
+type proposer struct {
+	apply       applyFunc
+	timeout     time.Duration // how long raft may take to accept an entry
+	maxCommands int
+	maxBytes    int
+
+	mu     sync.Mutex
+	queue  []*proposal
+	closed bool
+
+	wake     chan struct{}      // a proposal was queued (capacity 1)
+	slots    chan struct{}      // one per entry in flight
+	inflight chan inflightEntry // flusher → completer, in proposal order
+	stop     <-chan struct{}
+	done     chan struct{} // closed when the completer has answered everything
+}
+
+func newProposer(apply applyFunc, timeout time.Duration, inflight int, stop <-chan struct{}) *proposer {
+	inflight = max(inflight, 1)
+	return &proposer{
+		apply: apply, timeout: timeout, maxCommands: batchMaxCommands, maxBytes: batchMaxBytes,
+		wake:     make(chan struct{}, 1),
+		slots:    make(chan struct{}, inflight),
+		inflight: make(chan inflightEntry, inflight),
+		stop:     stop,
+		done:     make(chan struct{}),
+	}
+}
+
+// start runs the proposer's two goroutines: the flusher (counted in wg,
+// it ends with stop) and the completer, which ends once every entry the
+// flusher proposed has been answered. Raft answers those when it shuts
+// down at the latest, and a node shuts raft down only after wg is done.
+func (p *proposer) start(wg *sync.WaitGroup) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		p.flushLoop()
+	}()
+	go p.completeLoop()
+}
+
+// propose queues env and waits for its result. A command its caller gives
+// up on before it was proposed is dropped (ErrNotLeader: nothing was
+// proposed); one already proposed may still be applied (ErrUnknownOutcome).
+// Either way the other commands of its entry are not affected.
+func (p *proposer) propose(ctx context.Context, env []byte) (fsm.Result, error) {
+	pr := &proposal{env: env, done: make(chan outcome, 1)}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return fsm.Result{}, ErrNotLeader
+	}
+	p.queue = append(p.queue, pr)
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case o := <-pr.done:
+		return o.res, o.err
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	taken := pr.taken
+	if !taken {
+		pr.abandoned = true
+	}
+	p.mu.Unlock()
+	if !taken {
+		return fsm.Result{}, ErrNotLeader
+	}
+	select {
+	case o := <-pr.done: // answered meanwhile
+		return o.res, o.err
+	default:
+		return fsm.Result{}, ErrUnknownOutcome
+	}
+}
+
+// take removes the next entry's worth of proposals from the queue.
+func (p *proposer) take() []*proposal {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var (
+		out  []*proposal
+		size int
+		i    int
+	)
+	for i = 0; i < len(p.queue); i++ {
+		pr := p.queue[i]
+		if pr.abandoned {
+			continue
+		}
+		if len(out) > 0 && (len(out) >= p.maxCommands || size+len(pr.env) > p.maxBytes) {
+			break
+		}
+		pr.taken = true
+		out = append(out, pr)
+		size += len(pr.env)
+	}
+	rest := copy(p.queue, p.queue[i:])
+	clear(p.queue[rest:])
+	p.queue = p.queue[:rest]
+	return out
+}
+
+// flushLoop proposes entries while there are commands waiting and a slot
+// free; waiting for a slot is what lets commands gather.
+func (p *proposer) flushLoop() {
+	defer func() {
+		p.mu.Lock()
+		p.closed = true
+		left := p.queue
+		p.queue = nil
+		p.mu.Unlock()
+		for _, pr := range left {
+			pr.done <- outcome{err: ErrNotLeader} // never proposed
+		}
+		close(p.inflight)
+	}()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.wake:
+		}
+		for {
+			select {
+			case <-p.stop:
+				return
+			case p.slots <- struct{}{}:
+			}
+			props := p.take()
+			if len(props) == 0 {
+				<-p.slots
+				break
+			}
+			p.inflight <- inflightEntry{props: props, f: p.apply(entryData(props), p.timeout)}
+		}
+	}
+}
+
+// entryData is the log entry for props: a lone command's own envelope,
+// or a batch.
+func entryData(props []*proposal) []byte {
+	if len(props) == 1 {
+		return props[0].env
+	}
+	size := 1 + 10
+	envs := make([][]byte, len(props))
+	for i, pr := range props {
+		envs[i] = pr.env
+		size += 10 + len(pr.env)
+	}
+	return AppendBatch(make([]byte, 0, size), envs...)
+}
+
+// completeLoop hands each proposed entry's results to its callers, one
+// result each, in order.
+func (p *proposer) completeLoop() {
+	defer close(p.done)
+	for e := range p.inflight {
+		err := e.f.Error()
+		var resp interface{}
+		if err == nil {
+			resp = e.f.Response()
+		}
+		<-p.slots
+		answer(e.props, resp, err)
+	}
+}
+
+// answer translates one entry's outcome for each of its commands.
+func answer(props []*proposal, resp interface{}, err error) {
+	if err != nil {
+		err = proposeError(err)
+		for _, pr := range props {
+			pr.done <- outcome{err: err}
+		}
+		return
+	}
+	switch r := resp.(type) {
+	case fsm.Result:
+		if len(props) == 1 {
+			props[0].done <- outcome{res: r}
+			return
+		}
+	case []fsm.Result:
+		if len(r) == len(props) {
+			for i, pr := range props {
+				pr.done <- outcome{res: r[i]}
+			}
+			return
+		}
+	}
+	// Not what this node's state machine returns: applied, result unknown.
+	for _, pr := range props {
+		pr.done <- outcome{err: ErrUnknownOutcome}
+	}
+}
+
+// proposeError translates raft's answer to a proposed entry: refused
+// before it entered the log (retryable), or possibly in the log.
+func proposeError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrEnqueueTimeout):
+		return ErrNotLeader
+	default:
+		// ErrLeadershipLost, ErrRaftShutdown, ErrAbortedByRestore, a log
+		// store failure: the entry may be committed later by another leader.
+		return ErrUnknownOutcome
+	}
+}
