@@ -8,14 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/deadbolt/deadbolt/fsm"
 )
@@ -166,12 +164,16 @@ func NewNode(cfg Config) (*Node, error) {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, err
 		}
-		bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+		store, st, closer, err := OpenLogStore(cfg.DataDir, rc.Logger)
 		if err != nil {
-			return nil, fmt.Errorf("cluster: open log store: %w", err)
+			return nil, err
 		}
-		n.closers = append(n.closers, bolt)
-		logs, stable = bolt, bolt
+		n.closers = append(n.closers, closer)
+		stable = st
+		if logs, err = raft.NewLogCache(logCacheSize, store); err != nil {
+			n.closeStores()
+			return nil, err
+		}
 		snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, rc.Logger)
 		if err != nil {
 			n.closeStores()

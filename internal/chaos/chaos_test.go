@@ -197,17 +197,39 @@ func TestScanLog(t *testing.T) {
 	}
 }
 
-// TestReadNodeConverge writes a data directory the way a node does (a
-// raft-boltdb log and a file snapshot) and checks that replay agrees with
-// the snapshot, and that a tampered snapshot is caught.
+// TestReadNodeConverge writes data directories the way a node does (a
+// log store, raft-wal or raft-boltdb, with single commands and batches,
+// and a file snapshot) and checks that replay agrees with the snapshot,
+// and that a tampered snapshot is caught.
 func TestReadNodeConverge(t *testing.T) {
+	for _, kind := range []string{"raft-wal", "raft-boltdb"} {
+		t.Run(kind, func(t *testing.T) { testReadNodeConverge(t, kind) })
+	}
+}
+
+func testReadNodeConverge(t *testing.T, kind string) {
 	dir := t.TempDir()
 	mk := func(id string, tamper bool) NodeState {
 		d := filepath.Join(dir, id)
 		os.MkdirAll(d, 0o755)
-		store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(d, "raft.db")})
-		if err != nil {
-			t.Fatal(err)
+		var store raft.LogStore
+		if kind == "raft-boltdb" {
+			bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(d, "raft.db")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer bolt.Close()
+			store = bolt
+		} else {
+			s, _, closer, err := cluster.OpenLogStore(d, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closer.Close()
+			store = s
+		}
+		if got := cluster.LogStoreKind(d); got != kind {
+			t.Fatalf("store kind %s, want %s", got, kind)
 		}
 		f := fsm.New(fsm.Options{})
 		defer f.Close()
@@ -215,10 +237,15 @@ func TestReadNodeConverge(t *testing.T) {
 		for i := uint64(1); i <= 20; i++ {
 			cmd := fsm.Command{Args: [][]byte{[]byte("SET"), []byte(fmt.Sprint("k", i%3)), []byte(fmt.Sprint(i))}}
 			data := cluster.AppendEntry(nil, cluster.Entry{Time: int64(i) * 1000, Cmd: cmd})
+			f.Apply(int64(i)*1000, cmd)
+			if i%2 == 0 { // every other entry a batch of two
+				cmd2 := fsm.Command{Args: [][]byte{[]byte("INCR"), []byte("n")}}
+				data = cluster.AppendBatch(nil, data, cluster.AppendEntry(nil, cluster.Entry{Time: int64(i)*1000 + 1, Cmd: cmd2}))
+				f.Apply(int64(i)*1000+1, cmd2)
+			}
 			if err := store.StoreLog(&raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: data}); err != nil {
 				t.Fatal(err)
 			}
-			f.Apply(int64(i)*1000, cmd)
 			if i == 10 {
 				var b bytes.Buffer
 				f.Snapshot(&b)
@@ -235,7 +262,6 @@ func TestReadNodeConverge(t *testing.T) {
 				sink.Close()
 			}
 		}
-		store.Close()
 		return ReadNode(id, d, t.TempDir(), nil)
 	}
 	a, b := mk("a", false), mk("b", false)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/deadbolt/deadbolt/cluster"
 	"github.com/deadbolt/deadbolt/fsm"
@@ -51,19 +50,15 @@ func digest(b []byte) string {
 func ReadNode(id, dataDir, scratch string, targets map[uint64]bool) (st NodeState) {
 	st = NodeState{ID: id, Digests: map[uint64]string{}, Terms: map[uint64]uint64{}}
 	fail := func(err error) NodeState { st.Err = err.Error(); return st }
-	src, err := os.ReadFile(filepath.Join(dataDir, "raft.db"))
+	copyDir := filepath.Join(scratch, id+"-data")
+	if err := copyLogStore(dataDir, copyDir); err != nil {
+		return fail(err)
+	}
+	store, _, closer, err := cluster.OpenLogStore(copyDir, nil)
 	if err != nil {
 		return fail(err)
 	}
-	dbPath := filepath.Join(scratch, id+"-raft.db")
-	if err := os.WriteFile(dbPath, src, 0o600); err != nil {
-		return fail(err)
-	}
-	store, err := raftboltdb.New(raftboltdb.Options{Path: dbPath})
-	if err != nil {
-		return fail(err)
-	}
-	defer store.Close()
+	defer closer.Close()
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dataDir, 2, hclog.NewNullLogger())
 	if err != nil {
 		return fail(err)
@@ -145,6 +140,41 @@ func ReadNode(id, dataDir, scratch string, targets map[uint64]bool) (st NodeStat
 		}
 	}
 	return st
+}
+
+// copyLogStore copies the log store files of a data directory (raft-wal's
+// wal/ or raft-boltdb's raft.db, whichever it has) to dst.
+func copyLogStore(dataDir, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	if cluster.LogStoreKind(dataDir) == "raft-boltdb" {
+		return copyFile(filepath.Join(dataDir, "raft.db"), filepath.Join(dst, "raft.db"))
+	}
+	src := filepath.Join(dataDir, "wal")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dst, "wal"), 0o755); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			if err := copyFile(filepath.Join(src, e.Name()), filepath.Join(dst, "wal", e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o600)
 }
 
 // CheckConverge compares what the nodes left: each snapshot a node took
