@@ -80,6 +80,10 @@ func NewLocal(f *fsm.FSM, clock Clock, deliver Deliverer) *Local {
 
 func (l *Local) nowMs() int64 { return l.clock.Now().UnixMilli() }
 
+// Synchronous reports that Local's methods never wait for anything but
+// its lock, so the server may run its commands on an event loop.
+func (l *Local) Synchronous() bool { return true }
+
 // Apply applies one command (or transaction) and delivers what it
 // published.
 func (l *Local) Apply(_ context.Context, cmd fsm.Command) (fsm.Result, error) {

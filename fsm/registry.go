@@ -86,18 +86,27 @@ func register(specs ...Spec) {
 // Lookup finds a command by name, in any case.
 func Lookup(name []byte) (*Spec, bool) {
 	var buf [32]byte
+	lower, ok := LowerName(&buf, name)
+	if !ok {
+		return nil, false
+	}
+	s, ok := commands[string(lower)]
+	return s, ok
+}
+
+// LowerName lowercases an ASCII command name into buf, without
+// allocating; false if the name is longer than any command's.
+func LowerName(buf *[32]byte, name []byte) ([]byte, bool) {
 	if len(name) > len(buf) {
 		return nil, false
 	}
-	lower := buf[:len(name)]
 	for i, ch := range name {
 		if ch >= 'A' && ch <= 'Z' {
 			ch += 'a' - 'A'
 		}
-		lower[i] = ch
+		buf[i] = ch
 	}
-	s, ok := commands[string(lower)]
-	return s, ok
+	return buf[:len(name)], true
 }
 
 // Commands returns every registered command, sorted by name.

@@ -20,14 +20,14 @@ func init() {
 	registerConn(
 		connSpec{name: "client", arity: -2, flags: connAdmin, fn: cmdClient},
 		connSpec{name: "config", arity: -2, flags: connAdmin, fn: cmdConfig},
-		connSpec{name: "wait", arity: 3, fn: cmdWait},
-		connSpec{name: "waitaof", arity: 4, fn: cmdWaitAOF},
+		connSpec{name: "wait", arity: 3, flags: mayBlock, fn: cmdWait},
+		connSpec{name: "waitaof", arity: 4, flags: mayBlock, fn: cmdWaitAOF},
 		connSpec{name: "role", arity: 1, fn: cmdRole},
 		connSpec{name: "lastsave", arity: 1, fn: cmdLastSave},
 		connSpec{name: "save", arity: 1, flags: connAdmin, fn: cmdSave},
 		connSpec{name: "bgsave", arity: -1, flags: connAdmin, fn: cmdBgSave},
 		connSpec{name: "bgrewriteaof", arity: 1, flags: connAdmin, fn: cmdBgRewriteAOF},
-		connSpec{name: "debug", arity: -2, flags: connAdmin, fn: cmdDebug},
+		connSpec{name: "debug", arity: -2, flags: connAdmin | mayBlock, fn: cmdDebug},
 		connSpec{name: "memory", arity: -2, fn: cmdMemory},
 		connSpec{name: "shutdown", arity: -1, flags: connAdmin, fn: cmdShutdown},
 		connSpec{name: "monitor", arity: 1, flags: connAdmin, fn: cmdMonitor},
@@ -531,7 +531,7 @@ func (s *Server) clientLine(o, self *conn, args [][]byte) string {
 	n("id", int64(o.id))
 	w("addr", o.addr)
 	w("laddr", o.laddr)
-	n("fd", int64(connFD(o.nc)))
+	n("fd", int64(o.fd()))
 	w("name", name)
 	n("age", int64(now.Sub(o.created)/time.Second))
 	n("idle", int64(idle/time.Second))
@@ -561,9 +561,12 @@ func (s *Server) clientLine(o, self *conn, args [][]byte) string {
 	return b.String()
 }
 
-// connFD is the socket's file descriptor, or -1.
-func connFD(nc net.Conn) int {
-	sc, ok := nc.(syscall.Conn)
+// fd is the socket's file descriptor, or -1.
+func (c *conn) fd() int {
+	if c.lc.lp != nil {
+		return c.lc.fd
+	}
+	sc, ok := c.nc.(syscall.Conn)
 	if !ok {
 		return -1
 	}
@@ -666,7 +669,7 @@ func (c *conn) kill(o *conn) {
 		c.closing = true
 		return
 	}
-	o.nc.Close()
+	o.abort()
 }
 
 // parseTimeout reads a millisecond timeout as Redis's

@@ -45,6 +45,10 @@ type conn struct {
 	wmu sync.Mutex // serialises writes to nc
 
 	adm clientState // CLIENT state (cmd_admin.go)
+
+	// lc is set when the event loop serves the connection (loop_linux.go);
+	// nc is then nil.
+	lc loopConn
 }
 
 type multiState struct {
@@ -52,7 +56,9 @@ type multiState struct {
 	dirty  bool // a command failed to queue: EXEC answers EXECABORT
 }
 
-func newConn(s *Server, nc net.Conn, id uint64) *conn {
+// newConn returns the connection for nc. With an event loop, nc's socket
+// moves to the loop (fd) and nc is closed.
+func newConn(s *Server, nc net.Conn, id uint64, lp *eventLoop, fd int) *conn {
 	c := &conn{
 		srv:      s,
 		nc:       nc,
@@ -63,13 +69,20 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 		laddr:    nc.LocalAddr().String(),
 		authed:   s.requirePass() == "",
 	}
-	c.rd = resp.NewReader(nc)
+	if lp != nil {
+		c.nc = nil
+		c.lc = loopConn{lp: lp, fd: fd}
+		c.rd = resp.NewBufferReader()
+	} else {
+		c.rd = resp.NewReader(nc)
+	}
 	c.rd.MaxBulkLen = s.cfg.MaxBulkLen
 	c.rd.MaxRequest = s.cfg.MaxQueryBuffer
 	c.rd.Unauthenticated = !c.authed
 	return c
 }
 
+// serve is a connection's goroutine when there is no event loop.
 func (c *conn) serve() {
 	defer c.shutdown()
 	for {
@@ -82,9 +95,7 @@ func (c *conn) serve() {
 			}
 			return
 		}
-		c.mu.Lock()
-		c.lastUsed = time.Now()
-		c.mu.Unlock()
+		c.touch()
 		c.srv.stats.commands.Add(1)
 		c.run(args)
 		if c.closing {
@@ -120,11 +131,40 @@ func (c *conn) run(args [][]byte) {
 	c.endCommand(time.Since(start))
 }
 
+// touch records that a command arrived, for CLIENT LIST's idle time.
+func (c *conn) touch() {
+	c.mu.Lock()
+	c.lastUsed = time.Now()
+	c.mu.Unlock()
+}
+
 func (c *conn) shutdown() {
 	c.mu.Lock()
 	c.dead = true
 	c.mu.Unlock()
 	c.srv.hub.unsubscribeAll(c)
+	c.nc.Close()
+}
+
+// finish forgets a connection the event loop has closed.
+func (c *conn) finish() {
+	c.mu.Lock()
+	c.dead = true
+	c.out = nil
+	c.mu.Unlock()
+	c.srv.hub.unsubscribeAll(c)
+	c.srv.mu.Lock()
+	delete(c.srv.conns, c.id)
+	c.srv.mu.Unlock()
+	c.srv.wg.Done()
+}
+
+// abort closes the connection from any goroutine, without waiting.
+func (c *conn) abort() {
+	if c.lc.lp != nil {
+		c.lc.lp.post(loopTask{kind: taskKill, c: c})
+		return
+	}
 	c.nc.Close()
 }
 
@@ -175,13 +215,17 @@ func (c *conn) push(msg []byte) bool {
 		c.dead = true
 		c.out = nil
 		c.mu.Unlock()
-		c.nc.Close()
+		c.abort()
 		return true
 	}
 	kick := !c.kicked
 	c.kicked = true
 	c.mu.Unlock()
-	if kick {
+	switch {
+	case !kick:
+	case c.lc.lp != nil:
+		c.lc.lp.post(loopTask{kind: taskWrite, c: c})
+	default:
 		go c.flush()
 	}
 	return true

@@ -18,6 +18,7 @@ const (
 	multiCtl                        // MULTI EXEC DISCARD WATCH UNWATCH: not queued
 	connAdmin                       // administrative (CLIENT, CONFIG, ...)
 	connPubSub                      // SUBSCRIBE family
+	mayBlock                        // may wait (WAIT, DEBUG SLEEP): never run on the event loop
 )
 
 type connHandler func(c *conn, args [][]byte)
@@ -45,10 +46,12 @@ func registerConn(specs ...connSpec) {
 }
 
 func lookupConn(name []byte) (*connSpec, bool) {
-	if len(name) > 32 {
+	var buf [32]byte
+	lower, ok := fsm.LowerName(&buf, name)
+	if !ok {
 		return nil, false
 	}
-	s, ok := connCommands[strings.ToLower(string(name))]
+	s, ok := connCommands[string(lower)]
 	return s, ok
 }
 

@@ -105,6 +105,12 @@ type Server struct {
 	runID   string
 	lastErr error
 
+	// loop serves the connections when the backend never waits (see
+	// loop_linux.go); started with the first connection.
+	loop       *eventLoop
+	noLoop     bool
+	loopFailed bool
+
 	adm      adminState // CLIENT, CONFIG, WAIT, SAVE (cmd_admin.go)
 	cmdStats commandStats
 	errStats errorStats
@@ -190,11 +196,16 @@ func (s *Server) accept(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	c := newConn(s, nc, s.nextID.Add(1))
+	lp, fd := s.eventLoopLocked(nc)
+	c := newConn(s, nc, s.nextID.Add(1), lp, fd)
 	s.conns[c.id] = c
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.stats.connections.Add(1)
+	if lp != nil {
+		lp.post(loopTask{kind: taskAdd, c: c})
+		return
+	}
 	go func() {
 		defer s.wg.Done()
 		c.serve()
@@ -219,11 +230,47 @@ func (s *Server) Close() error {
 		err = s.ln.Close()
 	}
 	for _, c := range s.conns {
-		c.nc.Close()
+		c.abort()
+	}
+	if s.loop != nil {
+		s.loop.post(loopTask{kind: taskStop})
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
 	return err
+}
+
+// Synchronous is implemented by backends whose methods return without
+// waiting for anything but the state machine's own lock (the single
+// node). Their connections are served by one event loop where the
+// platform has one.
+type Synchronous interface {
+	Synchronous() bool
+}
+
+// eventLoopLocked returns the event loop, starting it the first time,
+// and the socket of nc taken over for it; nil without a loop. s.mu held.
+func (s *Server) eventLoopLocked(nc net.Conn) (*eventLoop, int) {
+	if s.loop == nil {
+		sb, ok := s.backend.(Synchronous)
+		if s.noLoop || s.loopFailed || !ok || !sb.Synchronous() {
+			return nil, -1
+		}
+		lp, err := newEventLoop(s)
+		if err != nil {
+			s.cfg.Logger.Warn("server: no event loop; a goroutine per connection instead", "err", err)
+			s.loopFailed = true
+			return nil, -1
+		}
+		s.loop = lp
+		s.wg.Add(1)
+		go lp.run()
+	}
+	fd, err := detach(nc)
+	if err != nil {
+		return nil, -1
+	}
+	return s.loop, fd
 }
 
 // clients returns the open connections ordered by id.

@@ -1,0 +1,355 @@
+//go:build linux
+
+package server
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"github.com/deadbolt/deadbolt/resp"
+)
+
+// eventLoop serves every connection of a server whose backend answers
+// without waiting (the single node) from one goroutine, as Redis's event
+// loop does: it waits on epoll for all sockets at once, reads what has
+// arrived, runs the complete requests and writes the replies, with
+// non-blocking system calls that bypass the Go scheduler. A goroutine per
+// connection costs, per request, one more read (the one that finds the
+// socket empty), a park and a wake-up; on two cores that was more CPU than
+// the command itself.
+//
+// The loop owns its connections' sockets and request readers, and each
+// connection's per-command state except while a command that may wait
+// (mayBlock: WAIT, DEBUG SLEEP) runs on a goroutine of its own; the
+// connection is busy until that goroutine hands it back. Other goroutines
+// talk to the loop through post: a new connection, output to write
+// (pub/sub messages), a busy command's end, a connection to close.
+type eventLoop struct {
+	s      *Server
+	epfd   int
+	wakefd int // eventfd that wakes epoll_wait for posted tasks
+
+	// Loop goroutine only.
+	conns  map[int32]*conn
+	dirty  []*conn // connections with output to write this pass
+	events [128]syscall.EpollEvent
+
+	mu    sync.Mutex
+	tasks []loopTask
+	woken atomic.Bool // the eventfd has been written since the last drain
+}
+
+// testHookDrained, set by a test, runs in runTasks between draining the
+// eventfd and clearing woken: the window a lost wake-up would come from.
+var testHookDrained func()
+
+const (
+	epollIn  = syscall.EPOLLIN | syscall.EPOLLRDHUP
+	epollOut = epollIn | syscall.EPOLLOUT
+)
+
+func newEventLoop(s *Server) (*eventLoop, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	r, _, errno := syscall.RawSyscall(syscall.SYS_EVENTFD2, 0, syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
+	if errno != 0 {
+		syscall.Close(epfd)
+		return nil, errno
+	}
+	l := &eventLoop{s: s, epfd: epfd, wakefd: int(r), conns: make(map[int32]*conn)}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(l.wakefd)}
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.wakefd, &ev); err != nil {
+		syscall.Close(epfd)
+		syscall.Close(l.wakefd)
+		return nil, err
+	}
+	return l, nil
+}
+
+// detach takes the socket out of a net.Conn: the loop gets a duplicate of
+// its descriptor (same socket, still non-blocking) and the net.Conn, with
+// its registration in the Go runtime's poller, is closed.
+func detach(nc net.Conn) (int, error) {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return -1, errors.New("server: not a socket")
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var derr error
+	if err := raw.Control(func(s uintptr) {
+		r, _, errno := syscall.Syscall(syscall.SYS_FCNTL, s, syscall.F_DUPFD_CLOEXEC, 0)
+		if errno != 0 {
+			derr = errno
+			return
+		}
+		fd = int(r)
+	}); err != nil {
+		return -1, err
+	}
+	if derr != nil {
+		return -1, derr
+	}
+	nc.Close()
+	return fd, nil
+}
+
+// post hands a task to the loop and wakes it.
+func (l *eventLoop) post(t loopTask) {
+	l.mu.Lock()
+	l.tasks = append(l.tasks, t)
+	l.mu.Unlock()
+	if l.woken.CompareAndSwap(false, true) {
+		one := [8]byte{1}
+		rawWrite(l.wakefd, one[:])
+	}
+}
+
+func (l *eventLoop) run() {
+	defer l.s.wg.Done()
+	defer syscall.Close(l.epfd)
+	defer syscall.Close(l.wakefd)
+	for {
+		n := l.wait()
+		for i := 0; i < n; i++ {
+			ev := l.events[i]
+			if ev.Fd == int32(l.wakefd) {
+				if l.runTasks() {
+					return
+				}
+				continue
+			}
+			c := l.conns[ev.Fd]
+			if c == nil {
+				continue
+			}
+			if ev.Events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+				l.readable(c)
+			}
+			if ev.Events&syscall.EPOLLOUT != 0 {
+				l.markDirty(c)
+			}
+		}
+		l.flush()
+	}
+}
+
+// wait returns the number of ready events. It polls first: under load
+// something is always ready, and a raw call skips the scheduler's
+// bookkeeping for a system call that may block.
+func (l *eventLoop) wait() int {
+	r, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd),
+		uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
+	if errno == 0 && r > 0 {
+		return int(r)
+	}
+	for {
+		n, err := syscall.EpollWait(l.epfd, l.events[:], -1)
+		if err == nil {
+			return n
+		}
+		if err != syscall.EINTR {
+			l.s.cfg.Logger.Error("server: epoll_wait failed", "err", err)
+			return 0
+		}
+	}
+}
+
+// runTasks runs what other goroutines posted. It reports whether the
+// loop must stop.
+func (l *eventLoop) runTasks() bool {
+	// Drain the eventfd before clearing woken: a post that finds woken
+	// set has already queued its task, which the take below collects; a
+	// post after the clear writes the eventfd again. The other order
+	// could swallow a wake-up and leave a task waiting forever.
+	var drain [8]byte
+	rawRead(l.wakefd, drain[:])
+	if testHookDrained != nil {
+		testHookDrained()
+	}
+	l.woken.Store(false)
+	l.mu.Lock()
+	tasks := l.tasks
+	l.tasks = nil
+	l.mu.Unlock()
+	for _, t := range tasks {
+		c := t.c
+		switch t.kind {
+		case taskAdd:
+			ev := syscall.EpollEvent{Events: epollIn, Fd: int32(c.lc.fd)}
+			if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, c.lc.fd, &ev); err != nil {
+				l.s.cfg.Logger.Error("server: epoll_ctl failed", "err", err)
+				l.close(c)
+				continue
+			}
+			l.conns[int32(c.lc.fd)] = c
+		case taskWrite:
+			l.markDirty(c)
+		case taskResume:
+			c.lc.busy = false
+			if !c.lc.closed {
+				l.process(c)
+			}
+		case taskKill:
+			l.close(c)
+		case taskStop:
+			for _, c := range l.conns {
+				l.close(c)
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// readable reads what has arrived on c and runs the requests it completes.
+func (l *eventLoop) readable(c *conn) {
+	n, errno := rawRead(c.lc.fd, c.rd.Space())
+	switch {
+	case n > 0:
+		c.rd.Commit(n)
+		if int64(c.rd.Buffered()) > c.srv.cfg.MaxQueryBuffer {
+			l.close(c) // a busy client piling up requests
+			return
+		}
+		l.process(c)
+	case n == 0 || (errno != syscall.EAGAIN && errno != syscall.EINTR):
+		l.close(c) // closed by the client, or broken
+	}
+}
+
+// process runs c's buffered requests until one is incomplete, c must
+// close, or a command has to wait on a goroutine of its own.
+func (l *eventLoop) process(c *conn) {
+	for !c.lc.busy && !c.closing {
+		args, err := c.rd.Next()
+		if err != nil {
+			var pe *resp.ProtocolError
+			if errors.As(err, &pe) {
+				c.reply(resp.Err("ERR " + pe.Error()))
+			}
+			c.closing = true
+			break
+		}
+		if args == nil {
+			break
+		}
+		c.touch()
+		c.srv.stats.commands.Add(1)
+		if cs, ok := lookupConn(args[0]); ok && cs.flags&mayBlock != 0 && c.multi == nil {
+			c.lc.busy = true
+			l.s.wg.Add(1)
+			go func() {
+				defer l.s.wg.Done()
+				c.run(args)
+				l.post(loopTask{kind: taskResume, c: c})
+			}()
+			break
+		}
+		c.run(args)
+	}
+	l.markDirty(c)
+}
+
+func (l *eventLoop) markDirty(c *conn) {
+	if !c.lc.dirty && !c.lc.closed {
+		c.lc.dirty = true
+		l.dirty = append(l.dirty, c)
+	}
+}
+
+// flush writes the output of every connection that has some.
+func (l *eventLoop) flush() {
+	for i, c := range l.dirty {
+		c.lc.dirty = false
+		l.dirty[i] = nil
+		if !c.lc.closed {
+			l.write(c)
+		}
+	}
+	l.dirty = l.dirty[:0]
+}
+
+// write moves c's queued output behind what the socket has not taken yet
+// and writes as much as it accepts; the rest waits for EPOLLOUT.
+func (l *eventLoop) write(c *conn) {
+	lc := &c.lc
+	c.mu.Lock()
+	if lc.woff == len(lc.wbuf) {
+		lc.wbuf, c.out = c.out, lc.wbuf[:0]
+		lc.woff = 0
+	} else {
+		lc.wbuf = append(lc.wbuf, c.out...)
+		c.out = c.out[:0]
+	}
+	c.kicked = false
+	c.mu.Unlock()
+	for lc.woff < len(lc.wbuf) {
+		n, errno := rawWrite(lc.fd, lc.wbuf[lc.woff:])
+		if n > 0 {
+			lc.woff += n
+			continue
+		}
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != syscall.EAGAIN {
+			l.close(c)
+			return
+		}
+		if len(lc.wbuf)-lc.woff > c.srv.pubsubOutputLimit() && c.subscribed() {
+			l.close(c) // a subscriber that does not read its messages
+			return
+		}
+		if !lc.wantOut {
+			lc.wantOut = true
+			l.epollMod(c, epollOut)
+		}
+		return
+	}
+	lc.wbuf, lc.woff = lc.wbuf[:0], 0
+	if cap(lc.wbuf) > shrinkOutput {
+		lc.wbuf = nil
+	}
+	if lc.wantOut {
+		lc.wantOut = false
+		l.epollMod(c, epollIn)
+	}
+	if !lc.busy && c.closing {
+		l.close(c)
+	}
+}
+
+// shrinkOutput is the size above which an emptied output buffer is
+// dropped rather than kept for the next reply.
+const shrinkOutput = 64 << 10
+
+func (l *eventLoop) epollMod(c *conn, events uint32) {
+	ev := syscall.EpollEvent{Events: events, Fd: int32(c.lc.fd)}
+	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, c.lc.fd, &ev); err != nil {
+		l.close(c)
+	}
+}
+
+// close closes c's socket and forgets the connection. A busy command's
+// goroutine may still finish; its reply goes nowhere.
+func (l *eventLoop) close(c *conn) {
+	if c.lc.closed {
+		return
+	}
+	c.lc.closed = true
+	if l.conns[int32(c.lc.fd)] == c {
+		delete(l.conns, int32(c.lc.fd))
+	}
+	syscall.Close(c.lc.fd)
+	c.finish()
+}

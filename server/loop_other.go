@@ -1,0 +1,19 @@
+//go:build !linux
+
+package server
+
+import (
+	"errors"
+	"net"
+)
+
+// eventLoop does not exist without epoll: every connection has a
+// goroutine of its own.
+type eventLoop struct{}
+
+var errNoLoop = errors.New("server: no event loop on this platform")
+
+func newEventLoop(*Server) (*eventLoop, error) { return nil, errNoLoop }
+func (*eventLoop) run()                        {}
+func (*eventLoop) post(loopTask)               {}
+func detach(net.Conn) (int, error)             { return -1, errNoLoop }
