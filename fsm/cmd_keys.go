@@ -123,7 +123,9 @@ func cmdType(c *Ctx, args [][]byte) resp.Reply {
 // GT and LT. A deadline at or before now deletes the key (and replies 1),
 // as Redis does on a master.
 func cmdExpire(c *Ctx, args [][]byte) resp.Reply {
-	name := string(bytes.ToLower(args[0]))
+	var nameBuf [32]byte
+	lname, _ := LowerName(&nameBuf, args[0])
+	name := string(lname) // compared only: no allocation
 	seconds := name == "expire" || name == "expireat"
 	relative := name == "expire" || name == "pexpire"
 
@@ -199,7 +201,9 @@ func cmdTTL(c *Ctx, args [][]byte) resp.Reply {
 	if v.Deadline == 0 {
 		return resp.IntReply(-1)
 	}
-	name := string(bytes.ToLower(args[0]))
+	var nameBuf [32]byte
+	lname, _ := LowerName(&nameBuf, args[0])
+	name := string(lname) // compared only: no allocation
 	t := v.Deadline
 	if name == "ttl" || name == "pttl" {
 		t -= c.now

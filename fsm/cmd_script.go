@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/deadbolt/deadbolt/resp"
@@ -48,8 +49,10 @@ const (
 )
 
 func cmdEval(c *Ctx, args [][]byte) resp.Reply {
-	name := strings.ToLower(string(args[0]))
-	bySHA := strings.HasPrefix(name, "evalsha")
+	var nameBuf [32]byte
+	name, _ := LowerName(&nameBuf, args[0])
+	bySHA := bytes.HasPrefix(name, []byte("evalsha"))
+	roCmd := bytes.HasSuffix(name, []byte("_ro"))
 	numKeys, ok := parseInt64(args[2])
 	if !ok {
 		return resp.Err(msgNotInt)
@@ -87,14 +90,14 @@ func cmdEval(c *Ctx, args [][]byte) resp.Reply {
 	if msg != "" {
 		return resp.Err(msg)
 	}
-	if strings.HasSuffix(name, "_ro") && !noWrites && hasShebang(body) {
+	if roCmd && !noWrites && hasShebang(body) {
 		return resp.Err("ERR Can not execute a script with write flag using *_ro command.")
 	}
 	keys := args[3 : 3+numKeys]
 	argv := args[3+numKeys:]
 	saved := c.script
 	savedDB := c.dbIndex
-	c.script = &scriptRun{readOnly: noWrites || strings.HasSuffix(name, "_ro")}
+	c.script = &scriptRun{readOnly: noWrites || roCmd}
 	defer func() {
 		// SELECT inside a script does not change the caller's database.
 		c.script = saved

@@ -2,6 +2,7 @@ package luaexec
 
 import (
 	lua "github.com/yuin/gopher-lua"
+	"unsafe"
 )
 
 // The sandbox is the global environment scripts run in, as Redis 7.0 builds
@@ -226,14 +227,37 @@ func (sb *sandbox) metatable(L *lua.LState, v lua.LValue) lua.LValue {
 
 // setArgs sets KEYS and ARGV.
 func (sb *sandbox) setArgs(L *lua.LState, keys, argv [][]byte) {
-	sb.globals.RawSetString("KEYS", stringArray(L, keys))
-	sb.globals.RawSetString("ARGV", stringArray(L, argv))
+	// One string holds every key and argument; the Lua strings are
+	// slices of it, so a call costs one copy rather than one each.
+	n := 0
+	for _, b := range keys {
+		n += len(b)
+	}
+	for _, b := range argv {
+		n += len(b)
+	}
+	buf := make([]byte, 0, n)
+	for _, b := range keys {
+		buf = append(buf, b...)
+	}
+	for _, b := range argv {
+		buf = append(buf, b...)
+	}
+	all := ""
+	if n > 0 {
+		all = unsafe.String(&buf[0], n) // buf is never written again
+	}
+	sb.globals.RawSetString("KEYS", stringArray(L, keys, &all))
+	sb.globals.RawSetString("ARGV", stringArray(L, argv, &all))
 }
 
-func stringArray(L *lua.LState, items [][]byte) *lua.LTable {
+// stringArray makes a Lua array of items, whose bytes are the next ones
+// of *all.
+func stringArray(L *lua.LState, items [][]byte, all *string) *lua.LTable {
 	t := L.CreateTable(len(items), 0)
 	for _, b := range items {
-		t.Append(lua.LString(b))
+		t.Append(lua.LString((*all)[:len(b)]))
+		*all = (*all)[len(b):]
 	}
 	return t
 }

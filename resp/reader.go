@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"math"
-	"strconv"
 )
 
 // Limits on what a client may send. The defaults are Redis's.
@@ -39,11 +38,13 @@ type Reader struct {
 	r, w int // buf[r:w] is read but not yet parsed
 
 	// A multibulk request being parsed: the arguments so far, how many
-	// are still to come and their total size.
+	// are still to come and their total size. Small arguments are copied
+	// into one arena per request rather than allocated one by one.
 	inMulti bool
 	args    [][]byte
 	want    int64
 	total   int64
+	arena   []byte
 
 	MaxBulkLen int64 // largest bulk argument accepted
 	MaxRequest int64 // largest request (sum of arguments) accepted
@@ -56,6 +57,7 @@ type Reader struct {
 // socket; a buffer grown past shrinkAbove for a large request is dropped
 // once it has been parsed.
 const (
+	maxArena    = 4 << 10
 	readChunk   = 16 << 10
 	shrinkAbove = 256 << 10
 )
@@ -167,6 +169,7 @@ func (r *Reader) Next() ([][]byte, error) {
 			}
 			r.inMulti, r.want, r.total = true, n, 0
 			r.args = make([][]byte, 0, min(n, 1024))
+			r.arena = make([]byte, 0, min(r.w-r.r, maxArena))
 		}
 		for r.want > 0 {
 			start := r.r
@@ -197,13 +200,21 @@ func (r *Reader) Next() ([][]byte, error) {
 			if r.buf[end] != '\r' || r.buf[end+1] != '\n' {
 				return nil, &ProtocolError{"invalid bulk length"}
 			}
-			r.args = append(r.args, append([]byte(nil), r.buf[r.r:end]...))
+			var arg []byte
+			if int(size) <= cap(r.arena)-len(r.arena) {
+				start := len(r.arena)
+				r.arena = append(r.arena, r.buf[r.r:end]...)
+				arg = r.arena[start:len(r.arena):len(r.arena)]
+			} else {
+				arg = append([]byte(nil), r.buf[r.r:end]...)
+			}
+			r.args = append(r.args, arg)
 			r.r = end + 2
 			r.total += size
 			r.want--
 		}
 		args := r.args
-		r.inMulti, r.args = false, nil
+		r.inMulti, r.args, r.arena = false, nil, nil
 		return args, nil
 	}
 }
@@ -231,12 +242,44 @@ func (r *Reader) line(tooBig string) ([]byte, bool, error) {
 	return line, true, nil
 }
 
+// parseLen parses a length header's decimal number as strtoll would
+// (optional sign, digits only), without allocating.
 func parseLen(b []byte) (int64, bool) {
 	if len(b) == 0 || len(b) > 20 {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	return n, err == nil
+	neg := false
+	switch b[0] {
+	case '-':
+		neg = true
+		b = b[1:]
+	case '+':
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return 0, false
+	}
+	var n uint64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		d := uint64(ch - '0')
+		if n > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	if neg {
+		if n > 1<<63 {
+			return 0, false
+		}
+		return -int64(n), true
+	}
+	if n > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(n), true
 }
 
 // SplitInline splits an inline request the way redis-cli and Redis's

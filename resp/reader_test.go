@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -261,4 +263,27 @@ func FuzzReaderPieces(f *testing.F) {
 			t.Fatalf("pieces of %d: %q, %v; whole: %q, %v", int(chunk)+1, got, gerr, want, werr)
 		}
 	})
+}
+
+func TestParseLen(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true}, {"12", 12, true}, {"-1", -1, true}, {"+7", 7, true}, {"007", 7, true},
+		{"9223372036854775807", math.MaxInt64, true}, {"-9223372036854775808", math.MinInt64, true},
+		{"9223372036854775808", 0, false}, {"-9223372036854775809", 0, false},
+		{"", 0, false}, {"-", 0, false}, {"1x", 0, false}, {" 1", 0, false}, {"0x10", 0, false},
+		{"123456789012345678901", 0, false},
+	} {
+		got, ok := parseLen([]byte(tt.in))
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("parseLen(%q) = %d, %v; want %d, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+		want, err := strconv.ParseInt(tt.in, 10, 64)
+		if len(tt.in) <= 20 && (err == nil) != ok || ok && want != got {
+			t.Errorf("parseLen(%q) disagrees with strconv.ParseInt: %d, %v", tt.in, want, err)
+		}
+	}
 }

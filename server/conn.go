@@ -95,7 +95,7 @@ func (c *conn) serve() {
 			}
 			return
 		}
-		c.touch()
+		c.touch(time.Now())
 		c.srv.stats.commands.Add(1)
 		c.run(args)
 		if c.closing {
@@ -132,9 +132,9 @@ func (c *conn) run(args [][]byte) {
 }
 
 // touch records that a command arrived, for CLIENT LIST's idle time.
-func (c *conn) touch() {
+func (c *conn) touch(now time.Time) {
 	c.mu.Lock()
-	c.lastUsed = time.Now()
+	c.lastUsed = now
 	c.mu.Unlock()
 }
 

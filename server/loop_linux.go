@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/deadbolt/deadbolt/resp"
@@ -35,7 +36,8 @@ type eventLoop struct {
 
 	// Loop goroutine only.
 	conns  map[int32]*conn
-	dirty  []*conn // connections with output to write this pass
+	dirty  []*conn   // connections with output to write this pass
+	now    time.Time // when this pass began: the commands' arrival time
 	events [128]syscall.EpollEvent
 
 	mu    sync.Mutex
@@ -120,6 +122,7 @@ func (l *eventLoop) run() {
 	defer syscall.Close(l.wakefd)
 	for {
 		n := l.wait()
+		l.now = time.Now()
 		for i := 0; i < n; i++ {
 			ev := l.events[i]
 			if ev.Fd == int32(l.wakefd) {
@@ -243,7 +246,7 @@ func (l *eventLoop) process(c *conn) {
 		if args == nil {
 			break
 		}
-		c.touch()
+		c.touch(l.now)
 		c.srv.stats.commands.Add(1)
 		if cs, ok := lookupConn(args[0]); ok && cs.flags&mayBlock != 0 && c.multi == nil {
 			c.lc.busy = true
