@@ -294,16 +294,9 @@ func parseCursor(b []byte) (uint64, bool) {
 	if len(s) == 0 {
 		return 0, false
 	}
-	var v uint64
-	for _, ch := range s {
-		if ch < '0' || ch > '9' {
-			return 0, false
-		}
-		d := uint64(ch - '0')
-		if v > (math.MaxUint64-d)/10 {
-			return 0, false // ERANGE
-		}
-		v = v*10 + d
+	v, ok := resp.ParseDigits(s) // false also on ERANGE
+	if !ok {
+		return 0, false
 	}
 	if neg {
 		v = -v

@@ -248,17 +248,25 @@ func parseLen(b []byte) (int64, bool) {
 	if len(b) == 0 || len(b) > 20 {
 		return 0, false
 	}
-	neg := false
-	switch b[0] {
-	case '-':
-		neg = true
-		b = b[1:]
-	case '+':
+	neg := b[0] == '-'
+	if b[0] == '-' || b[0] == '+' {
 		b = b[1:]
 	}
-	if len(b) == 0 {
+	n, ok := ParseDigits(b)
+	switch {
+	case !ok || len(b) == 0:
 		return 0, false
+	case neg && n <= 1<<63:
+		return -int64(n), true
+	case !neg && n <= math.MaxInt64:
+		return int64(n), true
 	}
+	return 0, false
+}
+
+// ParseDigits parses unsigned decimal digits (nothing else) into a
+// uint64; false on any other byte or on overflow. Empty input is 0.
+func ParseDigits(b []byte) (uint64, bool) {
 	var n uint64
 	for _, ch := range b {
 		if ch < '0' || ch > '9' {
@@ -270,16 +278,7 @@ func parseLen(b []byte) (int64, bool) {
 		}
 		n = n*10 + d
 	}
-	if neg {
-		if n > 1<<63 {
-			return 0, false
-		}
-		return -int64(n), true
-	}
-	if n > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(n), true
+	return n, true
 }
 
 // SplitInline splits an inline request the way redis-cli and Redis's

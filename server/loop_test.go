@@ -15,12 +15,15 @@ func TestEventLoopServesLocal(t *testing.T) {
 	s := newTestServer(t)
 	c := dial(t, s.addr)
 	c.must(status("PONG"), "ping")
-	s.mu.Lock()
-	lp := s.loop
-	s.mu.Unlock()
-	if lp == nil {
+	if loopOf(s) == nil {
 		t.Fatal("no event loop for a Local backend")
 	}
+}
+
+func loopOf(s *testServer) *eventLoop {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loop
 }
 
 // Tasks posted from other goroutines are never lost: new connections
@@ -100,9 +103,7 @@ func TestEventLoopPostDuringDrain(t *testing.T) {
 	s := newTestServer(t)
 	c := dial(t, s.addr)
 	c.must(status("PONG"), "ping")
-	s.mu.Lock()
-	lp := s.loop
-	s.mu.Unlock()
+	lp := loopOf(s)
 
 	var once sync.Once
 	testHookDrained = func() {
