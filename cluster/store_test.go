@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -40,11 +41,19 @@ func storeAndReopen(t *testing.T, dir, wantKind string, first uint64) {
 	}
 }
 
-// TestLogStore: a new data directory gets raft-wal; one that has
-// raft-boltdb's raft.db keeps it. Both keep what they stored.
+// TestLogStore: a new data directory gets raft-boltdb, as does one that
+// has its raft.db; one written by raft-wal keeps raft-wal. Each keeps
+// what it stored.
 func TestLogStore(t *testing.T) {
 	t.Run("new", func(t *testing.T) {
-		storeAndReopen(t, t.TempDir(), "raft-wal", 1)
+		storeAndReopen(t, t.TempDir(), "raft-boltdb", 1)
+	})
+	t.Run("existing wal", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.Mkdir(filepath.Join(dir, "wal"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		storeAndReopen(t, dir, "raft-wal", 1)
 	})
 	t.Run("existing raft.db", func(t *testing.T) {
 		dir := t.TempDir()
@@ -58,4 +67,41 @@ func TestLogStore(t *testing.T) {
 		bolt.Close()
 		storeAndReopen(t, dir, "raft-boltdb", 2)
 	})
+}
+
+// A new data directory's log reopens after raft truncated its suffix (a
+// follower dropping entries the new leader does not have), then a crash:
+// the case in which raft-wal v0.4.0 cannot read its log back.
+func TestLogStoreReopensAfterSuffixTruncation(t *testing.T) {
+	dir := t.TempDir()
+	logs, _, closer, err := OpenLogStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(1); i <= 5; i++ {
+		if err := logs.StoreLog(&raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: envFor("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := logs.DeleteRange(4, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := logs.StoreLog(&raft.Log{Index: 4, Term: 2, Type: raft.LogCommand, Data: envFor("y")}); err != nil {
+		t.Fatal(err)
+	}
+	closer.Close()
+	logs, _, closer, err = OpenLogStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	for i := uint64(1); i <= 4; i++ {
+		var l raft.Log
+		if err := logs.GetLog(i, &l); err != nil {
+			t.Fatalf("entry %d after reopening: %v", i, err)
+		}
+	}
+	if last, err := logs.LastIndex(); err != nil || last != 4 {
+		t.Fatalf("last index %d, %v; want 4", last, err)
+	}
 }

@@ -479,7 +479,7 @@ func (s *Server) clientLine(o, self *conn, args [][]byte) string {
 	name, lib, ver := o.name, o.adm.libName, o.adm.libVer
 	idle := now.Sub(o.lastUsed)
 	sub, psub, ssub := len(o.subs[subChannel]), len(o.subs[subPattern]), len(o.subs[subShard])
-	omem := len(o.out)
+	omem := len(o.out) + int(o.lc.unsent.Load())
 	v := o.adm.view
 	o.mu.Unlock()
 	qbuf, argvMem := 0, 0

@@ -131,6 +131,13 @@ func (c *conn) run(args [][]byte) {
 	c.endCommand(time.Since(start))
 }
 
+// outLen is how much output is queued and not yet taken for writing.
+func (c *conn) outLen() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.out)
+}
+
 // touch records that a command arrived, for CLIENT LIST's idle time.
 func (c *conn) touch(now time.Time) {
 	c.mu.Lock()

@@ -1,5 +1,7 @@
 package server
 
+import "sync/atomic"
+
 // The event loop's types that the rest of the server names; the loop
 // itself is in loop_linux.go.
 
@@ -11,11 +13,13 @@ const (
 	taskResume                 // a busy command finished
 	taskKill                   // close the connection
 	taskStop                   // the server is closing: close everything, exit
+	taskCall                   // run fn on the loop (tests inspect its state)
 )
 
 type loopTask struct {
 	kind taskKind
 	c    *conn
+	fn   func()
 }
 
 // loopConn is a connection's event loop state.
@@ -26,6 +30,11 @@ type loopConn struct {
 	woff    int    // how much of wbuf has been written
 	busy    bool   // a mayBlock command runs on its own goroutine
 	dirty   bool   // in lp.dirty
-	wantOut bool   // registered for EPOLLOUT: the socket was full
-	closed  bool
+	wantOut bool   // the socket was full: waiting for EPOLLOUT
+	// throttled: more than maxPendingOutput unwritten, requests wait.
+	throttled bool
+	eof       bool   // the client shut down its sending side
+	events    uint32 // the epoll interest registered now
+	closed    bool
+	unsent    atomic.Int64 // len(wbuf)-woff, for CLIENT LIST's omem
 }

@@ -37,22 +37,21 @@ type eventLoop struct {
 	// Loop goroutine only.
 	conns  map[int32]*conn
 	dirty  []*conn   // connections with output to write this pass
+	ready  []*conn   // connections whose buffered requests may run again
 	now    time.Time // when this pass began: the commands' arrival time
 	events [128]syscall.EpollEvent
 
-	mu    sync.Mutex
-	tasks []loopTask
-	woken atomic.Bool // the eventfd has been written since the last drain
+	mu      sync.Mutex
+	tasks   []loopTask
+	stopped bool        // taskStop was run; under mu
+	woken   atomic.Bool // the eventfd has been written since the last drain
 }
 
 // testHookDrained, set by a test, runs in runTasks between draining the
 // eventfd and clearing woken: the window a lost wake-up would come from.
 var testHookDrained func()
 
-const (
-	epollIn  = syscall.EPOLLIN | syscall.EPOLLRDHUP
-	epollOut = epollIn | syscall.EPOLLOUT
-)
+const epollIn = syscall.EPOLLIN | syscall.EPOLLRDHUP
 
 func newEventLoop(s *Server) (*eventLoop, error) {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
@@ -105,11 +104,16 @@ func detach(nc net.Conn) (int, error) {
 	return fd, nil
 }
 
-// post hands a task to the loop and wakes it.
+// post hands a task to the loop and wakes it. After the loop has
+// stopped, tasks are dropped: the loop closed every connection, and its
+// eventfd (written under mu, so never after the loop closes it) is gone.
 func (l *eventLoop) post(t loopTask) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return
+	}
 	l.tasks = append(l.tasks, t)
-	l.mu.Unlock()
 	if l.woken.CompareAndSwap(false, true) {
 		one := [8]byte{1}
 		rawWrite(l.wakefd, one[:])
@@ -135,7 +139,11 @@ func (l *eventLoop) run() {
 			if c == nil {
 				continue
 			}
-			if ev.Events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+			if ev.Events&(syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+				l.close(c) // reset, or shut down both ways: nothing more to say
+				continue
+			}
+			if ev.Events&(syscall.EPOLLIN|syscall.EPOLLRDHUP) != 0 {
 				l.readable(c)
 			}
 			if ev.Events&syscall.EPOLLOUT != 0 {
@@ -162,6 +170,7 @@ func (l *eventLoop) wait() int {
 		}
 		if err != syscall.EINTR {
 			l.s.cfg.Logger.Error("server: epoll_wait failed", "err", err)
+			time.Sleep(10 * time.Millisecond) // not a hot loop of errors
 			return 0
 		}
 	}
@@ -188,6 +197,10 @@ func (l *eventLoop) runTasks() bool {
 		c := t.c
 		switch t.kind {
 		case taskAdd:
+			if c.lc.closed {
+				continue // killed before it was added; its fd may be reused
+			}
+			c.lc.events = epollIn
 			ev := syscall.EpollEvent{Events: epollIn, Fd: int32(c.lc.fd)}
 			if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, c.lc.fd, &ev); err != nil {
 				l.s.cfg.Logger.Error("server: epoll_ctl failed", "err", err)
@@ -204,7 +217,12 @@ func (l *eventLoop) runTasks() bool {
 			}
 		case taskKill:
 			l.close(c)
+		case taskCall:
+			t.fn()
 		case taskStop:
+			l.mu.Lock()
+			l.stopped = true
+			l.mu.Unlock()
 			for _, c := range l.conns {
 				l.close(c)
 			}
@@ -215,7 +233,13 @@ func (l *eventLoop) runTasks() bool {
 }
 
 // readable reads what has arrived on c and runs the requests it completes.
+// A client that shuts down its sending side (EOF) still gets the replies
+// to what it sent before: the connection stops reading and closes once
+// those are written.
 func (l *eventLoop) readable(c *conn) {
+	if c.lc.closed || c.lc.eof {
+		return
+	}
 	n, errno := rawRead(c.lc.fd, c.rd.Space())
 	switch {
 	case n > 0:
@@ -225,15 +249,18 @@ func (l *eventLoop) readable(c *conn) {
 			return
 		}
 		l.process(c)
-	case n == 0 || (errno != syscall.EAGAIN && errno != syscall.EINTR):
-		l.close(c) // closed by the client, or broken
+	case n == 0:
+		c.lc.eof = true
+		l.process(c)
+	case errno != syscall.EAGAIN && errno != syscall.EINTR:
+		l.close(c) // broken
 	}
 }
 
 // process runs c's buffered requests until one is incomplete, c must
 // close, or a command has to wait on a goroutine of its own.
 func (l *eventLoop) process(c *conn) {
-	for !c.lc.busy && !c.closing {
+	for !c.lc.busy && !c.closing && !c.lc.throttled {
 		args, err := c.rd.Next()
 		if err != nil {
 			var pe *resp.ProtocolError
@@ -259,8 +286,38 @@ func (l *eventLoop) process(c *conn) {
 			break
 		}
 		c.run(args)
+		if c.outLen()+len(c.lc.wbuf)-c.lc.woff > maxPendingOutput {
+			c.lc.throttled = true // write lifts it once the output drains
+		}
 	}
 	l.markDirty(c)
+	l.updateInterest(c)
+}
+
+// updateInterest registers for what c can use now: reads unless the
+// client has stopped sending, c is closing, or its output is backed up;
+// writability while the socket is full.
+func (l *eventLoop) updateInterest(c *conn) {
+	lc := &c.lc
+	if lc.closed {
+		return
+	}
+	var want uint32
+	if !lc.eof && !lc.throttled && (lc.busy || !c.closing) {
+		want = epollIn
+	}
+	if lc.wantOut {
+		want |= syscall.EPOLLOUT
+	}
+	if want == lc.events {
+		return
+	}
+	ev := syscall.EpollEvent{Events: want, Fd: int32(lc.fd)}
+	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, lc.fd, &ev); err != nil {
+		l.close(c)
+		return
+	}
+	lc.events = want
 }
 
 func (l *eventLoop) markDirty(c *conn) {
@@ -270,16 +327,27 @@ func (l *eventLoop) markDirty(c *conn) {
 	}
 }
 
-// flush writes the output of every connection that has some.
+// flush writes the output of every connection that has some, and runs
+// the buffered requests of connections whose output has drained.
 func (l *eventLoop) flush() {
-	for i, c := range l.dirty {
-		c.lc.dirty = false
-		l.dirty[i] = nil
-		if !c.lc.closed {
-			l.write(c)
+	for len(l.dirty) > 0 || len(l.ready) > 0 {
+		for len(l.ready) > 0 {
+			c := l.ready[len(l.ready)-1]
+			l.ready[len(l.ready)-1] = nil
+			l.ready = l.ready[:len(l.ready)-1]
+			if !c.lc.closed && !c.lc.busy {
+				l.process(c)
+			}
+		}
+		dirty := l.dirty
+		l.dirty = nil
+		for _, c := range dirty {
+			c.lc.dirty = false
+			if !c.lc.closed {
+				l.write(c)
+			}
 		}
 	}
-	l.dirty = l.dirty[:0]
 }
 
 // write moves c's queued output behind what the socket has not taken yet
@@ -313,35 +381,48 @@ func (l *eventLoop) write(c *conn) {
 			l.close(c) // a subscriber that does not read its messages
 			return
 		}
-		if !lc.wantOut {
-			lc.wantOut = true
-			l.epollMod(c, epollOut)
+		lc.wantOut = true
+		lc.unsent.Store(int64(len(lc.wbuf) - lc.woff))
+		if len(lc.wbuf)-lc.woff > maxPendingOutput && !lc.throttled {
+			// The client is not reading its replies: stop reading its
+			// requests until they drain, so it cannot make the server
+			// hold unbounded output.
+			lc.throttled = true
 		}
+		l.updateInterest(c)
 		return
 	}
 	lc.wbuf, lc.woff = lc.wbuf[:0], 0
+	lc.unsent.Store(0)
 	if cap(lc.wbuf) > shrinkOutput {
 		lc.wbuf = nil
 	}
-	if lc.wantOut {
-		lc.wantOut = false
-		l.epollMod(c, epollIn)
+	lc.wantOut = false
+	if lc.throttled {
+		// Drained: run the requests that waited (flush comes back here).
+		lc.throttled = false
+		l.ready = append(l.ready, c)
+		l.updateInterest(c)
+		return
 	}
-	if !lc.busy && c.closing {
+	if !lc.busy && (c.closing || lc.eof) {
+		// QUIT, a protocol error, or the client's EOF: everything it
+		// will get is written. (After EOF, what is left in the buffer
+		// is an incomplete request that can never finish.)
 		l.close(c)
+		return
 	}
+	l.updateInterest(c)
 }
 
 // shrinkOutput is the size above which an emptied output buffer is
-// dropped rather than kept for the next reply.
-const shrinkOutput = 64 << 10
-
-func (l *eventLoop) epollMod(c *conn, events uint32) {
-	ev := syscall.EpollEvent{Events: events, Fd: int32(c.lc.fd)}
-	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, c.lc.fd, &ev); err != nil {
-		l.close(c)
-	}
-}
+// dropped rather than kept for the next reply; maxPendingOutput is how
+// much output a client may leave unread before the loop stops running
+// its requests.
+const (
+	shrinkOutput     = 64 << 10
+	maxPendingOutput = 1 << 20
+)
 
 // close closes c's socket and forgets the connection. A busy command's
 // goroutine may still finish; its reply goes nowhere.

@@ -4,6 +4,9 @@ package server
 
 import (
 	"fmt"
+	"io"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -134,4 +137,139 @@ func (c *client) serverConn(t *testing.T, s *testServer) *conn {
 	}
 	t.Fatalf("no server connection for %s", local)
 	return nil
+}
+
+// halfCloseReplies sends raw, shuts down the sending side, and returns
+// everything the server answers before it closes.
+func halfCloseReplies(t *testing.T, s *testServer, raw string, pause time.Duration) string {
+	t.Helper()
+	nc, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Write([]byte(raw)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(pause)
+	nc.(*net.TCPConn).CloseWrite()
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, err := io.ReadAll(nc)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return string(b)
+}
+
+// A client that shuts down its sending side still gets the replies to
+// what it sent, as with a goroutine per connection: a command running on
+// its own goroutine (DEBUG SLEEP), and a pipeline whose replies are more
+// than the socket takes at once.
+func TestEventLoopHalfClose(t *testing.T) {
+	for _, noLoop := range []bool{false, true} {
+		s := newTestServer(t)
+		s.mu.Lock()
+		s.noLoop = noLoop
+		s.mu.Unlock()
+		if got := halfCloseReplies(t, s, encode("debug", "sleep", "0.2"), 50*time.Millisecond); got != status("OK") {
+			t.Fatalf("noLoop=%v: DEBUG SLEEP then EOF: %q", noLoop, got)
+		}
+		c := dial(t, s.addr)
+		c.must(status("OK"), "set", "big", strings.Repeat("x", 1<<20))
+		got := halfCloseReplies(t, s, strings.Repeat(encode("get", "big"), 20), 100*time.Millisecond)
+		if n := strings.Count(got, "$1048576\r\n"); n != 20 {
+			t.Fatalf("noLoop=%v: pipeline then EOF: %d of 20 replies", noLoop, n)
+		}
+		if (loopOf(s) == nil) != noLoop {
+			t.Fatalf("noLoop=%v: event loop %v", noLoop, loopOf(s))
+		}
+	}
+}
+
+// A client that pipelines requests and never reads the replies stops
+// being served once about a megabyte waits for it, instead of making the
+// server hold every reply; it is served again as it reads.
+func TestEventLoopBackpressure(t *testing.T) {
+	s := newTestServer(t)
+	c := dial(t, s.addr)
+	c.must(status("OK"), "set", "big", strings.Repeat("x", 256<<10))
+	id := strings.TrimPrefix(strings.TrimSuffix(c.doRaw("client", "id"), "\r\n"), ":")
+	const n = 400 // 100 MiB of replies
+	go c.nc.Write([]byte(strings.Repeat(encode("get", "big"), n)))
+	time.Sleep(300 * time.Millisecond)
+	o := dial(t, s.addr)
+	list := o.do("client", "list").String()
+	var omem int
+	for _, line := range strings.Split(list, "\n") {
+		if strings.HasPrefix(line, "id="+id+" ") {
+			for _, f := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(f, "omem="); ok {
+					omem, _ = strconv.Atoi(v)
+				}
+			}
+		}
+	}
+	if omem == 0 || omem > 8<<20 {
+		t.Fatalf("output waiting for a client that does not read: %d bytes (want some, at most 8 MiB)", omem)
+	}
+	for i := 0; i < n; i++ {
+		if got := c.readRaw(); len(got) != 256<<10+len("$262144\r\n\r\n") {
+			t.Fatalf("reply %d: %d bytes", i, len(got))
+		}
+	}
+}
+
+// Close returns while a connection waits in DEBUG SLEEP.
+func TestEventLoopCloseWhileBusy(t *testing.T) {
+	s := newTestServer(t)
+	c := dial(t, s.addr)
+	c.must(status("PONG"), "ping")
+	c.send("debug", "sleep", "100")
+	time.Sleep(50 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- s.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hangs while a command sleeps")
+	}
+}
+
+// A connection killed before the loop registered it is never registered:
+// its descriptor number may belong to another socket by then.
+func TestEventLoopKillBeforeAdd(t *testing.T) {
+	s := newTestServer(t)
+	first := dial(t, s.addr)
+	first.must(status("PONG"), "ping")
+	lp := loopOf(s)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cli, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	nc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	l2, fd := s.eventLoopLocked(nc)
+	c := newConn(s.Server, nc, s.nextID.Add(1), l2, fd)
+	s.conns[c.id] = c
+	s.wg.Add(1)
+	s.mu.Unlock()
+	c.abort()                              // the kill is handled first
+	lp.post(loopTask{kind: taskAdd, c: c}) // then a late add
+	registered := make(chan bool)
+	lp.post(loopTask{kind: taskCall, fn: func() { registered <- lp.conns[int32(fd)] == c }})
+	if <-registered {
+		t.Fatalf("the loop registered killed connection %d under fd %d", c.id, fd)
+	}
 }

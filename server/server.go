@@ -200,10 +200,14 @@ func (s *Server) accept(nc net.Conn) {
 	c := newConn(s, nc, s.nextID.Add(1), lp, fd)
 	s.conns[c.id] = c
 	s.wg.Add(1)
+	if lp != nil {
+		// Posted under s.mu: Close, which posts the loop's stop under
+		// s.mu too, cannot slip in between and strand the connection.
+		lp.post(loopTask{kind: taskAdd, c: c})
+	}
 	s.mu.Unlock()
 	s.stats.connections.Add(1)
 	if lp != nil {
-		lp.post(loopTask{kind: taskAdd, c: c})
 		return
 	}
 	go func() {

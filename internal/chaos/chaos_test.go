@@ -221,6 +221,7 @@ func testReadNodeConverge(t *testing.T, kind string) {
 			defer bolt.Close()
 			store = bolt
 		} else {
+			os.Mkdir(filepath.Join(d, "wal"), 0o755) // a directory raft-wal wrote
 			s, _, closer, err := cluster.OpenLogStore(d, nil)
 			if err != nil {
 				t.Fatal(err)
