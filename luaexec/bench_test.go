@@ -88,6 +88,45 @@ func BenchmarkRunUnlock(b *testing.B) {
 		[][]byte{[]byte("0"), []byte("30000"), []byte("8743c9c0:1"), []byte("PUBLISH"), []byte("13500")})
 }
 
+// benchRunClients runs a script for 64 clients in turn, each with its own
+// keys and arguments (a lock name and an owner id), as a lock server sees
+// them: strings do not repeat from one run to the next.
+func benchRunClients(b *testing.B, script string, args func(client string) (keys, argv [][]byte)) {
+	e := New(Options{})
+	defer e.Close()
+	sha := SHA1Hex([]byte(script))
+	if r := e.Compile(sha, []byte(script)); r.Type == resp.Error {
+		b.Fatal(r.String())
+	}
+	var keys, argv [64][][]byte
+	for i := range keys {
+		keys[i], argv[i] = args(strconv.Itoa(i))
+	}
+	c := trivialCaller{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r := e.Run(sha, nil, keys[i%64], argv[i%64], c)
+		if r.Type == resp.Error {
+			b.Fatal(r.String())
+		}
+	}
+}
+
+func BenchmarkRunLockClients(b *testing.B) {
+	benchRunClients(b, lockScript, func(c string) (keys, argv [][]byte) {
+		return [][]byte{[]byte("lock:" + c)},
+			[][]byte{[]byte("30000"), []byte("8743c9c0-0795-4907-87fd-6c719a6b4586:" + c)}
+	})
+}
+
+func BenchmarkRunUnlockClients(b *testing.B) {
+	benchRunClients(b, unlockScript, func(c string) (keys, argv [][]byte) {
+		return [][]byte{[]byte("lock:" + c), []byte("redisson_lock__channel:{lock:" + c + "}"), []byte("redisson_unlock_latch:{lock:" + c + "}:abc")},
+			[][]byte{[]byte("0"), []byte("30000"), []byte("8743c9c0:" + c), []byte("PUBLISH"), []byte("13500")}
+	})
+}
+
 func BenchmarkLoop(b *testing.B) {
 	benchRun(b, `local n = 0 for i = 1, 10000 do n = n + i end return n`, nil, nil)
 }

@@ -97,6 +97,9 @@ func (e *Engine) tableToReply(t *lua.LTable, depth int) resp.Reply {
 func (e *Engine) replyToLua(L *lua.LState, r resp.Reply) (lua.LValue, int) {
 	switch r.Type {
 	case resp.Int:
+		if r.Int >= 0 && r.Int < int64(len(smallInts)) {
+			return smallInts[r.Int], 0
+		}
 		return lua.LNumber(float64(r.Int)), 0
 	case resp.Bulk:
 		return lua.LString(r.Str), len(r.Str)
@@ -122,6 +125,15 @@ func (e *Engine) replyToLua(L *lua.LState, r resp.Reply) (lua.LValue, int) {
 	}
 	return lua.LFalse, 0
 }
+
+// smallInts are the numbers most integer replies hold (EXISTS, HINCRBY,
+// PEXPIRE, DEL...), boxed once: boxing a number allocates.
+var smallInts = func() (a [256]lua.LValue) {
+	for i := range a {
+		a[i] = lua.LNumber(i)
+	}
+	return a
+}()
 
 // errorTable builds the {err=...} table of Redis's luaPushErrorBuff: a
 // message "-CODE text" keeps its code, any other gets "ERR".

@@ -17,6 +17,10 @@ import (
 // luaexec decides how to raise them (redis.call raises, redis.pcall returns
 // a {err=...} table) and adds the "script: <sha>, on @user_script:N."
 // decoration that Redis adds.
+//
+// args and the byte slices it holds are valid only until Call returns: the
+// engine reuses them for the next command, so Call must copy whatever it
+// keeps (the reply may refer to them; it is converted before the next call).
 type Caller interface {
 	Call(args [][]byte) resp.Reply
 }
@@ -65,6 +69,7 @@ type Engine struct {
 	rand     rand48
 	cjsonCfg cjsonConfig
 	run      runState
+	callArgs callArgs // the command of the current redis.call
 }
 
 // script is one compiled script.
@@ -74,6 +79,7 @@ type script struct {
 	flags ScriptFlags
 	fn    *lua.LFunction
 	gen   int
+	args  [2]argTable // KEYS and ARGV, kept from run to run
 }
 
 // New returns an Engine.
@@ -270,11 +276,12 @@ func (e *Engine) execute(sha string, s *script, keys, argv [][]byte, c Caller) r
 		s.fn = L.NewFunctionFromProto(s.proto)
 		s.fn.Env = e.sb.env
 		s.gen = e.gen
+		s.args = [2]argTable{}
 	}
 	e.run.begin(e, sha, c, s.cost)
 	defer e.run.end()
 
-	e.sb.setArgs(L, keys, argv)
+	e.sb.setArgs(L, &s.args, keys, argv)
 	L.SetTop(0)
 	L.Push(s.fn)
 	err := L.PCall(0, 1, e.sb.errHandler)

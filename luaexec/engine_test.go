@@ -133,6 +133,58 @@ func TestKeysAndArgv(t *testing.T) {
 	}
 }
 
+// A script's KEYS and ARGV tables and strings are reused from one run to
+// the next (argTable): each run must still see exactly its own arguments,
+// and whatever a run did to the tables must not show in the next.
+func TestArgTablesReused(t *testing.T) {
+	e := newEngine(t, Options{})
+	const script = `return {#KEYS, #ARGV, KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]}`
+	for _, args := range [][]string{
+		{"k1", "k2", "--", "a", "b"},
+		{"k1", "k2", "--", "a", "c"},
+		{"k1", "--", "a"},
+		{"k1", "k3", "--", "a", "b", "c"},
+		{"", "--", ""},
+		{"--"},
+		{"k1", "k2", "--", "a", "b"},
+		{"k2", "k1", "--", "b", "a"},
+	} {
+		fresh := newEngine(t, Options{})
+		if got, want := run(t, e, script, args...), run(t, fresh, script, args...); got != want {
+			t.Errorf("%q: got %q, a fresh engine %q", args, got, want)
+		}
+	}
+
+	const dirty = `local mode = ARGV[1]
+if mode == 'set' then KEYS[1] = 'x' end
+if mode == 'hash' then
+  for i = 36, 1, -1 do KEYS['f' .. i] = i end
+  for i = 1, 36 do KEYS['f' .. i] = nil end
+end
+if mode == 'int' then KEYS[500] = 1 KEYS[500] = nil end
+if mode == 'meta' then setmetatable(KEYS, {__index = function() return 'm' end}) end
+if mode == 'unmeta' then setmetatable(KEYS, {}) setmetatable(KEYS, nil) end
+if mode == 'grow' then table.insert(KEYS, 'y') end
+if mode == 'shrink' then table.remove(KEYS) end
+if mode == 'hole' then KEYS[#KEYS + 1] = 'z' KEYS[#KEYS] = nil end
+if mode == 'error' then KEYS.x = 1 error('stop') end
+if mode ~= 'probe' then return 0 end
+for i = 1, 36 do KEYS['f' .. i] = i end
+KEYS[4] = 4
+local order = {}
+for k, v in pairs(KEYS) do order[#order + 1] = tostring(k) .. '=' .. tostring(v) end
+return {tostring(getmetatable(KEYS)), KEYS.zz or 'nil', #KEYS, table.concat(order, ' ')}`
+	for _, mode := range []string{"none", "set", "hash", "int", "meta", "unmeta", "grow", "shrink", "hole", "error"} {
+		e := newEngine(t, Options{})
+		run(t, e, dirty, "k1", "k2", "--", mode)
+		got := run(t, e, dirty, "k1", "k2", "--", "probe")
+		want := run(t, newEngine(t, Options{}), dirty, "k1", "k2", "--", "probe")
+		if got != want {
+			t.Errorf("after %s: got %q, a fresh engine %q", mode, got, want)
+		}
+	}
+}
+
 func TestErrorTexts(t *testing.T) {
 	e := newEngine(t, Options{})
 	for _, tc := range []struct{ script, want string }{

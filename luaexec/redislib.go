@@ -58,10 +58,27 @@ func raiseTable(L *lua.LState, msg string) {
 	L.Error(errorTable(L, msg), 0)
 }
 
+// callArgs holds the command of the redis.call being made. A lock script
+// makes a handful of calls per run, and each would otherwise allocate the
+// argument slice and the bytes anew; Caller's contract (args are valid
+// only during Call) lets one buffer serve every call. Buffers larger than
+// the bounds below are used once and dropped, so that one script with a
+// huge argument does not pin memory for the life of the engine.
+type callArgs struct {
+	args  [][]byte
+	bytes []byte
+}
+
+const (
+	maxKeptCallArgs  = 1024
+	maxKeptCallBytes = 64 << 10
+	minCallBytes     = 256
+)
+
 // scriptArgs converts the arguments of redis.call into a command; it
-// returns nil after pushing nothing when an argument is not a string or a
-// number, and reports the error message.
-func scriptArgs(L *lua.LState) ([][]byte, string) {
+// returns nil when an argument is not a string or a number, and reports
+// the error message. The command lives in ca until the next call.
+func scriptArgs(L *lua.LState, ca *callArgs) ([][]byte, string) {
 	argc := L.GetTop()
 	if argc == 0 {
 		return nil, "Please specify at least one argument for this redis lib call"
@@ -78,8 +95,17 @@ func scriptArgs(L *lua.LState) ([][]byte, string) {
 			return nil, "Lua redis lib command arguments must be strings or integers"
 		}
 	}
-	buf := make([]byte, 0, size)
-	args := make([][]byte, argc)
+	var buf []byte
+	var args [][]byte
+	if size <= cap(ca.bytes) && argc <= cap(ca.args) {
+		buf, args = ca.bytes[:0], ca.args[:argc]
+	} else {
+		buf = make([]byte, 0, max(size, minCallBytes))
+		args = make([][]byte, argc, max(argc, 8))
+		if size <= maxKeptCallBytes && argc <= maxKeptCallArgs {
+			ca.bytes, ca.args = buf, args
+		}
+	}
 	for j := 1; j <= argc; j++ {
 		start := len(buf)
 		switch v := L.Get(j).(type) {
@@ -100,7 +126,7 @@ func (e *Engine) redisGenericCall(L *lua.LState, raise bool) int {
 	if !e.run.active || e.run.caller == nil {
 		raiseTable(L, "redis.call/pcall can only be called inside a script invocation")
 	}
-	args, msg := scriptArgs(L)
+	args, msg := scriptArgs(L, &e.callArgs)
 	if args == nil {
 		t := errorTable(L, msg)
 		if raise {
@@ -253,7 +279,7 @@ func (e *Engine) redisACLCheckCmd(L *lua.LState) int {
 	if !e.run.active {
 		raiseTable(L, "redis.acl_check_cmd can only be called inside a script invocation")
 	}
-	args, msg := scriptArgs(L)
+	args, msg := scriptArgs(L, &e.callArgs)
 	if args == nil {
 		raiseTable(L, msg)
 	}

@@ -1,8 +1,10 @@
 package luaexec
 
 import (
-	lua "github.com/yuin/gopher-lua"
+	"reflect"
 	"unsafe"
+
+	lua "github.com/yuin/gopher-lua"
 )
 
 // The sandbox is the global environment scripts run in, as Redis 7.0 builds
@@ -225,41 +227,156 @@ func (sb *sandbox) metatable(L *lua.LState, v lua.LValue) lua.LValue {
 	return lua.LNil
 }
 
-// setArgs sets KEYS and ARGV.
-func (sb *sandbox) setArgs(L *lua.LState, keys, argv [][]byte) {
-	// One string holds every key and argument; the Lua strings are
-	// slices of it, so a call costs one copy rather than one each.
-	n := 0
-	for _, b := range keys {
-		n += len(b)
-	}
-	for _, b := range argv {
-		n += len(b)
-	}
-	buf := make([]byte, 0, n)
-	for _, b := range keys {
-		buf = append(buf, b...)
-	}
-	for _, b := range argv {
-		buf = append(buf, b...)
-	}
+// setArgs sets KEYS and ARGV for a run of a script, from the tables the
+// script's previous run used (see argTable).
+func (sb *sandbox) setArgs(L *lua.LState, at *[2]argTable, keys, argv [][]byte) {
+	// One string holds the bytes of every key and argument that differs
+	// from the previous run's; the Lua strings are slices of it, so a run
+	// costs at most one copy rather than one per string.
+	n := at[0].newBytes(keys) + at[1].newBytes(argv)
 	all := ""
 	if n > 0 {
+		buf := make([]byte, 0, n)
+		buf = at[0].appendNew(buf, keys)
+		buf = at[1].appendNew(buf, argv)
 		all = unsafe.String(&buf[0], n) // buf is never written again
 	}
-	sb.globals.RawSetString("KEYS", stringArray(L, keys, &all))
-	sb.globals.RawSetString("ARGV", stringArray(L, argv, &all))
+	at[0].update(keys, &all)
+	at[1].update(argv, &all)
+	sb.setGlobal("KEYS", at[0].table(L))
+	sb.setGlobal("ARGV", at[1].table(L))
 }
 
-// stringArray makes a Lua array of items, whose bytes are the next ones
-// of *all.
-func stringArray(L *lua.LState, items [][]byte, all *string) *lua.LTable {
-	t := L.CreateTable(len(items), 0)
-	for _, b := range items {
-		t.Append(lua.LString((*all)[:len(b)]))
+// setGlobal sets a global that scripts cannot set themselves.
+func (sb *sandbox) setGlobal(name string, t *lua.LTable) {
+	if sb.globals.RawGetString(name) != lua.LValue(t) {
+		sb.globals.RawSetString(name, t)
+	}
+}
+
+// argTable is the KEYS or ARGV table of one compiled script, kept from one
+// run to the next with the strings it held. A lock script is run again and
+// again with the same number of keys and arguments, several of them the
+// same (a lease time, a channel name), so a run usually refills the same
+// table and reuses some of the strings instead of allocating them anew.
+//
+// Nothing a script does survives its run (globals are read-only, tables
+// made during the run are unreachable afterwards), so the table is
+// reachable only from the script's own runs. A run may still change it
+// (KEYS[9] = 1, setmetatable(KEYS, ...)): then the table is not reused,
+// since gopher-lua remembers the keys a table ever had and that would show
+// in the order of pairs (ltable.go). A reused table is indistinguishable
+// from a fresh one.
+type argTable struct {
+	t    *lua.LTable
+	vals []lua.LValue // t[i+1] is vals[i]: the strings given last time
+}
+
+// cached returns vals[i] if it is the string b.
+func (a *argTable) cached(i int, b []byte) (lua.LValue, bool) {
+	if i < len(a.vals) {
+		if s, ok := a.vals[i].(lua.LString); ok && string(s) == string(b) {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// newBytes returns the number of bytes of the items that are not cached.
+func (a *argTable) newBytes(items [][]byte) int {
+	n := 0
+	for i, b := range items {
+		if _, ok := a.cached(i, b); !ok {
+			n += len(b)
+		}
+	}
+	return n
+}
+
+// appendNew appends the bytes of the items that are not cached.
+func (a *argTable) appendNew(buf []byte, items [][]byte) []byte {
+	for i, b := range items {
+		if _, ok := a.cached(i, b); !ok {
+			buf = append(buf, b...)
+		}
+	}
+	return buf
+}
+
+// update makes vals the strings of items; those not cached take their
+// bytes from the front of *all, in order, as appendNew laid them out.
+func (a *argTable) update(items [][]byte, all *string) {
+	if cap(a.vals) < len(items) {
+		vals := make([]lua.LValue, len(items))
+		copy(vals, a.vals)
+		a.vals = vals
+	}
+	// Entries past len(a.vals) are strings of earlier runs or nil: still
+	// valid to compare.
+	a.vals = a.vals[:len(items)]
+	for i, b := range items {
+		if _, ok := a.cached(i, b); ok {
+			continue
+		}
+		a.vals[i] = lua.LString((*all)[:len(b)])
 		*all = (*all)[len(b):]
 	}
-	return t
+}
+
+// table returns the Lua array of vals: the previous table refilled when
+// it is as the previous run got it, otherwise a new one.
+func (a *argTable) table(L *lua.LState) *lua.LTable {
+	n := len(a.vals)
+	if a.t != nil && n < lua.MaxArrayIndex && pristine(a.t, n) {
+		for i, v := range a.vals {
+			a.t.RawSetInt(i+1, v)
+		}
+		return a.t
+	}
+	a.t = L.CreateTable(n, 0)
+	for _, v := range a.vals {
+		a.t.Append(v)
+	}
+	return a.t
+}
+
+// ltableLayout locates the unexported fields of gopher-lua's LTable, so
+// that pristine can read them (read only: reflection cannot write them).
+// If a future gopher-lua lays its tables out differently, ok is false and
+// tables are never reused.
+var ltableLayout = func() (l struct {
+	ok                              bool
+	array, dict, strdict, keys, k2i int
+}) {
+	t := reflect.TypeOf(lua.LTable{})
+	field := func(name string, kind reflect.Kind) int {
+		f, found := t.FieldByName(name)
+		if !found || f.Type.Kind() != kind || len(f.Index) != 1 {
+			return -1
+		}
+		return f.Index[0]
+	}
+	l.array = field("array", reflect.Slice)
+	l.dict = field("dict", reflect.Map)
+	l.strdict = field("strdict", reflect.Map)
+	l.keys = field("keys", reflect.Slice)
+	l.k2i = field("k2i", reflect.Map)
+	l.ok = l.array >= 0 && l.dict >= 0 && l.strdict >= 0 && l.keys >= 0 && l.k2i >= 0
+	return l
+}()
+
+// pristine reports whether t is an array of exactly n slots that has never
+// had a metatable left on it nor a key outside its array part: the state
+// in which CreateTable and n Appends leave a table, whatever values the
+// slots hold.
+func pristine(t *lua.LTable, n int) bool {
+	l := &ltableLayout
+	if !l.ok || t.Metatable != lua.LNil {
+		return false
+	}
+	v := reflect.ValueOf(t).Elem()
+	return v.Field(l.array).Len() == n && v.Field(l.dict).IsNil() && v.Field(l.strdict).IsNil() &&
+		v.Field(l.keys).IsNil() && v.Field(l.k2i).IsNil()
 }
 
 // libEntry is one field of a library table: a Go function or a value.
