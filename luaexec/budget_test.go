@@ -1,11 +1,13 @@
 package luaexec
 
 import (
+	"os"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/deadbolt/deadbolt/resp"
+	lua "github.com/yuin/gopher-lua"
 )
 
 // The work budget stops runaway scripts deterministically: the same error,
@@ -131,4 +133,94 @@ func TestEnginesAreIndependent(t *testing.T) {
 			t.Fatalf("engine %d computed something else", i)
 		}
 	}
+}
+
+// Reading KEYS, ARGV, redis.call and redis.pcall through hidden locals
+// (hoistedName) changes neither what a script does nor what it costs.
+func TestHoistingChangesNothing(t *testing.T) {
+	lock, err := os.ReadFile("../compat/testdata/lock.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := os.ReadFile("../compat/testdata/unlock.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		lockScript,
+		unlockScript,
+		string(lock),
+		string(unlock),
+		`for i = 1, #KEYS do redis.call('set', KEYS[i], ARGV[i]) end return {#KEYS, redis.call('get', KEYS[2])}`,
+		`local function f() return KEYS[1] end return {f(), ARGV[1], redis.pcall('get', KEYS[1])}`,
+		`while true do redis.call('get', KEYS[1]) end`,
+		`local n = 0 while true do n = n + #ARGV + #redis.pcall('ping').ok end`,
+		`return KEYS()`,
+		`return ARGV .. 'x'`,
+		`return KEYS + 1`,
+		`return -ARGV`,
+		`return redis.call.x`,
+		`return redis.pcall.x.y`,
+		`return ARGV.x.y`,
+		`redis.call = 1`,
+		`redis.pcall, KEYS = 1, 2`,
+		`KEYS = 1`,
+		`ARGV[1], ARGV[2] = ARGV[2], ARGV[1] return ARGV`,
+		`function redis.pcall() end`,
+		`function KEYS.f() return 1 end return KEYS.f()`,
+		`function ARGV() end`,
+		`local KEYS = {'shadow'} return {KEYS[1], ARGV[1]}`,
+		`local redis = {call = function() return 'mine' end} return redis.call()`,
+		`return redis.pcall('nosuch')`,
+		`return redis.call('nosuch')`,
+		`local ok, err = pcall(function() return KEYS() end) return err`,
+		`for k, v in pairs(KEYS) do ARGV[k] = v end return ARGV`,
+		`return loadstring('return KEYS[1] .. redis.call("get", ARGV[1])')()`,
+	} {
+		keys := [][]byte{[]byte("k1"), []byte("k2"), []byte("k3")}
+		argv := [][]byte{[]byte("a1"), []byte("a2"), []byte("a3"), []byte("publish"), []byte("5")}
+		var replies [2]string
+		var used [2]int64
+		var globals [2]int
+		for i, hoist := range []bool{true, false} {
+			e := New(Options{Budget: 200_000})
+			p, msg := parseChunk(s, "user_script")
+			if msg != "" {
+				t.Fatalf("%s: %s", s, msg)
+			}
+			stmts, cost := instrument(p, false, hoist)
+			proto, err := lua.Compile(stmts, "user_script")
+			if err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+			sha := SHA1Hex([]byte(s))
+			e.scripts[sha] = &script{proto: proto, cost: cost}
+			for _, code := range proto.Code {
+				if opCode(code) == lua.OP_GETGLOBAL {
+					globals[i]++
+				}
+			}
+			replies[i] = replyString(e.Run(sha, nil, keys, argv, lockCaller{mapCaller{"a1": "x"}}))
+			used[i] = e.run.used
+			e.Close()
+		}
+		if replies[0] != replies[1] || used[0] != used[1] {
+			t.Errorf("%s:\n hoisted   %q, %d units\n otherwise %q, %d units", s, replies[0], used[0], replies[1], used[1])
+		}
+		if s == string(lock) && globals[0] >= globals[1] {
+			t.Errorf("lock.lua: %d global reads hoisted, %d otherwise", globals[0], globals[1])
+		}
+	}
+}
+
+// lockCaller is a mapCaller that answers the commands of the lock scripts
+// as trivialCaller does.
+type lockCaller struct{ m mapCaller }
+
+func (c lockCaller) Call(args [][]byte) resp.Reply {
+	switch strings.ToLower(string(args[0])) {
+	case "exists", "hexists", "hincrby", "hset", "pexpire", "pttl", "del", "publish":
+		return trivialCaller{}.Call(args)
+	}
+	return c.m.Call(args)
 }

@@ -192,6 +192,37 @@ func TestDiffCallArguments(t *testing.T) {
 	runDiff(t, cases)
 }
 
+// The main chunk reads KEYS, ARGV, redis.call and redis.pcall through
+// hidden locals (hoistedName): errors must still name them as Lua 5.1 does.
+func TestDiffHoistedGlobals(t *testing.T) {
+	var cases []diffCase
+	for _, s := range []string{
+		`return KEYS()`,
+		`return ARGV(1)`,
+		`return ARGV .. 'x'`,
+		`return KEYS + 1`,
+		`return #KEYS + #ARGV`,
+		`return redis.call.x`,
+		`return redis.pcall.x.y`,
+		`return redis.call()`,
+		`return ARGV.x.y`,
+		`redis.call = 1`,
+		`redis.pcall, KEYS = 1, 2`,
+		`KEYS = 1`,
+		`function redis.call() end`,
+		`function ARGV() end`,
+		`ARGV[1], ARGV[2] = ARGV[2], ARGV[1] return ARGV`,
+		`for i = 1, #KEYS do redis.call('set', KEYS[i], ARGV[i]) end return redis.call('mget', unpack(KEYS))`,
+		`local ok, err = pcall(function() return KEYS() end) return err`,
+		`local KEYS = {'shadow'} return {KEYS[1], ARGV[1]}`,
+		`for i = 1, 3 do if i == 3 then return KEYS[i]() end end`,
+		`return redis.pcall('nosuch', KEYS[1])`,
+	} {
+		cases = append(cases, diffCase{script: s, keys: []string{"k1", "k2"}, args: []string{"a1", "a2"}})
+	}
+	runDiff(t, cases)
+}
+
 func TestDiffErrors(t *testing.T) {
 	runDiff(t, scripts(
 		`return foo`,

@@ -176,17 +176,22 @@ func compileChunk(src, source string, main bool) (*lua.FunctionProto, int64, str
 	if msg != "" {
 		return nil, 0, msg
 	}
-	stmts, cost := instrument(p, !main)
+	stmts, cost := instrument(p, !main, true)
 	proto, err := lua.Compile(stmts, chunkID(source, 60))
-	if err == nil {
-		// A Lua 5.1 main chunk takes '...' but has no 'arg' table (gopher-lua
-		// would build one on every run).
-		proto.IsVarArg &^= lua.VarArgNeedsArg | lua.VarArgHasArg
+	if err != nil {
+		// The hoisted globals take registers, of which gopher-lua has
+		// fewer than Lua 5.1: try again without them.
+		p, _ = parseChunk(src, chunkID(source, 80))
+		stmts, cost = instrument(p, !main, false)
+		proto, err = lua.Compile(stmts, chunkID(source, 60))
 	}
 	if err != nil {
 		// gopher-lua has a few limits of its own (registers, constants).
 		return nil, 0, fmt.Sprintf("%s:%d: function or expression too complex", chunkID(source, 80), compileErrLine(err))
 	}
+	// A Lua 5.1 main chunk takes '...' but has no 'arg' table (gopher-lua
+	// would build one on every run).
+	proto.IsVarArg &^= lua.VarArgNeedsArg | lua.VarArgHasArg
 	return proto, cost, ""
 }
 

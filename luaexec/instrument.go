@@ -3,6 +3,7 @@ package luaexec
 import (
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/yuin/gopher-lua/ast"
 )
@@ -24,7 +25,9 @@ import (
 //   - table constructors with several named fields report their size, for
 //     Lua 5.1's order of pairs (ltable.go);
 //   - multiple assignments to locals compute every value before storing
-//     any (gopher-lua would break "a, b = b, a").
+//     any (gopher-lua would break "a, b = b, a");
+//   - the main chunk reads KEYS, ARGV, redis.call and redis.pcall once,
+//     into hidden locals (see hoistedName).
 //
 // Hidden functions live in the script's environment table under names that
 // contain a NUL byte: no Lua identifier can spell them, and the global table
@@ -76,15 +79,20 @@ type instrumenter struct {
 	p       *parsed
 	numMemo map[ast.Expr]bool
 	used    map[string]bool // hidden functions the chunk calls
+	hoist   bool            // read hoistable globals through hidden locals
+	hoisted map[string]bool // hidden locals the chunk reads
+	depth   int             // nesting of the function bodies being rewritten
 }
 
 // instrument rewrites the chunk in place and returns its statements and the
 // static cost of running the main chunk once. The chunk starts by copying
 // the hidden functions it uses into locals (upvalues of its functions),
-// which is cheaper than a global lookup on every call. When chargeMain is
-// set, the chunk also charges its own cost when it runs.
-func instrument(p *parsed, chargeMain bool) ([]ast.Stmt, int64) {
-	in := &instrumenter{p: p, used: make(map[string]bool)}
+// which is cheaper than a global lookup on every call, and, when hoist is
+// set, the globals of hoistedName too. When chargeMain is set, the chunk
+// also charges its own cost when it runs. The cost does not depend on
+// hoist.
+func instrument(p *parsed, chargeMain, hoist bool) ([]ast.Stmt, int64) {
+	in := &instrumenter{p: p, used: make(map[string]bool), hoist: hoist, hoisted: make(map[string]bool)}
 	in.inferNumbers()
 	in.numMemo = make(map[ast.Expr]bool)
 	cost := in.blockCost(p.stmts)
@@ -92,25 +100,92 @@ func instrument(p *parsed, chargeMain bool) ([]ast.Stmt, int64) {
 	if chargeMain {
 		stmts = append([]ast.Stmt{in.chargeStmt(int(cost)+costFuncBase, 1)}, stmts...)
 	}
-	if len(in.used) > 0 {
-		names := make([]string, 0, len(in.used))
-		for n := range in.used {
-			names = append(names, n)
-		}
-		sort.Strings(names)
+	if len(in.hoisted) > 0 {
+		names := sortedNames(in.hoisted)
 		exprs := make([]ast.Expr, len(names))
 		for i, n := range names {
-			id := &ast.IdentExpr{Value: n}
-			id.SetLine(1)
-			id.SetLastLine(1)
-			exprs[i] = id
+			if fn, ok := strings.CutPrefix(n, hoistRedis); ok {
+				exprs[i] = &ast.AttrGetExpr{Object: identAt("redis", 1), Key: stringLit(fn, 1)}
+				exprs[i].SetLine(1)
+				exprs[i].SetLastLine(1)
+			} else {
+				exprs[i] = identAt(n[1:], 1)
+			}
 		}
-		decl := &ast.LocalAssignStmt{Names: names, Exprs: exprs}
-		decl.SetLine(1)
-		decl.SetLastLine(1)
-		stmts = append([]ast.Stmt{decl}, stmts...)
+		stmts = append([]ast.Stmt{localDecl(names, exprs)}, stmts...)
+	}
+	if len(in.used) > 0 {
+		names := sortedNames(in.used)
+		exprs := make([]ast.Expr, len(names))
+		for i, n := range names {
+			exprs[i] = identAt(n, 1)
+		}
+		stmts = append([]ast.Stmt{localDecl(names, exprs)}, stmts...)
 	}
 	return stmts, int64(cost)
+}
+
+func sortedNames(set map[string]bool) []string {
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func identAt(name string, line int) *ast.IdentExpr {
+	id := &ast.IdentExpr{Value: name}
+	id.SetLine(line)
+	id.SetLastLine(line)
+	return id
+}
+
+// localDecl is "local names = exprs" on the first line.
+func localDecl(names []string, exprs []ast.Expr) ast.Stmt {
+	decl := &ast.LocalAssignStmt{Names: names, Exprs: exprs}
+	decl.SetLine(1)
+	decl.SetLastLine(1)
+	return decl
+}
+
+// hoistRedis prefixes the hidden locals that hold redis.call and
+// redis.pcall.
+const hoistRedis = "\x00redis."
+
+// hoistedName returns the hidden local that stands for e, if e is one of
+// the globals every lock script reads again and again: KEYS, ARGV,
+// redis.call, redis.pcall. Reading them through gopher-lua costs three
+// table lookups each (the environment, its __index, the globals), and two
+// more for a field of the read-only redis table (the proxy's __index, the
+// real table); a local costs none. No script can change a global, nor a
+// field of a library table, so the value read when the chunk starts is
+// the value every later read would get, and they always exist (setArgs
+// sets KEYS and ARGV before every run). Error messages that name them do
+// not change: objName follows the hidden local back to the instruction
+// that loaded it ("global 'KEYS'", "field 'call'"), and the descriptions
+// instrumentation computes come from the original expressions.
+//
+// Only reads in the main chunk's own body are replaced (not in nested
+// functions, which would see the locals as upvalues), and never an
+// assignment's target (see target), so that "KEYS = 1" still fails.
+func (in *instrumenter) hoistedName(e ast.Expr) (string, bool) {
+	if !in.hoist || in.depth > 0 {
+		return "", false
+	}
+	switch x := e.(type) {
+	case *ast.IdentExpr:
+		if (x.Value == "KEYS" || x.Value == "ARGV") && in.p.names[x] == nil {
+			return "\x00" + x.Value, true
+		}
+	case *ast.AttrGetExpr:
+		id, ok := x.Object.(*ast.IdentExpr)
+		k, ok2 := x.Key.(*ast.StringExpr)
+		if ok && ok2 && id.Value == "redis" && in.p.names[id] == nil && (k.Value == "call" || k.Value == "pcall") {
+			return hoistRedis + k.Value, true
+		}
+	}
+	return "", false
 }
 
 // --- number inference ----------------------------------------------------------
@@ -327,7 +402,9 @@ func (in *instrumenter) loopBody(stmts []ast.Stmt, line int) []ast.Stmt {
 func (in *instrumenter) stmt(s ast.Stmt) ast.Stmt {
 	switch x := s.(type) {
 	case *ast.AssignStmt:
-		in.exprs(x.Lhs)
+		for i, l := range x.Lhs {
+			x.Lhs[i] = in.target(l)
+		}
 		in.exprs(x.Rhs)
 		if len(x.Lhs) > 1 && in.assignsLocal(x.Lhs) {
 			return multiAssign(x)
@@ -360,7 +437,7 @@ func (in *instrumenter) stmt(s ast.Stmt) ast.Stmt {
 		x.Stmts = in.loopBody(x.Stmts, x.Line())
 	case *ast.FuncDefStmt:
 		if x.Name.Func != nil {
-			x.Name.Func = in.expr(x.Name.Func)
+			x.Name.Func = in.target(x.Name.Func)
 		} else {
 			x.Name.Receiver = in.expr(x.Name.Receiver)
 		}
@@ -460,8 +537,21 @@ func (in *instrumenter) forBound(e ast.Expr, which int, line int) ast.Expr {
 
 func (in *instrumenter) function(f *ast.FunctionExpr) {
 	cost := costFuncBase + in.blockCost(f.Stmts)
+	in.depth++
 	body := in.block(f.Stmts)
+	in.depth--
 	f.Stmts = append([]ast.Stmt{in.chargeStmt(cost, f.Line())}, body...)
+}
+
+// target instruments the target of an assignment: the table and key of
+// an indexed target, never the target itself (a variable, or a field such
+// as redis.call, must stay something that an assignment writes to).
+func (in *instrumenter) target(e ast.Expr) ast.Expr {
+	if a, ok := e.(*ast.AttrGetExpr); ok {
+		a.Object = in.expr(a.Object)
+		a.Key = in.expr(a.Key)
+	}
+	return e
 }
 
 func (in *instrumenter) exprs(es []ast.Expr) {
@@ -503,6 +593,10 @@ func (in *instrumenter) describe(e ast.Expr) string {
 }
 
 func (in *instrumenter) expr(e ast.Expr) ast.Expr {
+	if name, ok := in.hoistedName(e); ok {
+		in.hoisted[name] = true
+		return identAt(name, e.Line())
+	}
 	switch x := e.(type) {
 	case *ast.FuncCallExpr:
 		if x.Func != nil {
