@@ -138,7 +138,7 @@ func TestKeysAndArgv(t *testing.T) {
 // and whatever a run did to the tables must not show in the next.
 func TestArgTablesReused(t *testing.T) {
 	e := newEngine(t, Options{})
-	const script = `return {#KEYS, #ARGV, KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]}`
+	const script = `return {#KEYS, #ARGV, table.concat(KEYS, '|'), table.concat(ARGV, '|')}`
 	for _, args := range [][]string{
 		{"k1", "k2", "--", "a", "b"},
 		{"k1", "k2", "--", "a", "c"},
@@ -148,6 +148,11 @@ func TestArgTablesReused(t *testing.T) {
 		{"--"},
 		{"k1", "k2", "--", "a", "b"},
 		{"k2", "k1", "--", "b", "a"},
+		{"k1", "--", "a", "b", "c"},
+		{"k1", "--", "a"},
+		{"k1", "--", "a", "b", "z"},
+		{"k1", "--", "a", "y", "z"},
+		{"k1", "--", "a", "y", "z"},
 	} {
 		fresh := newEngine(t, Options{})
 		if got, want := run(t, e, script, args...), run(t, fresh, script, args...); got != want {

@@ -44,6 +44,8 @@ type sandbox struct {
 	ipairsAux  *lua.LFunction
 	cjsonNull  *lua.LUserData
 
+	keys, argv *lua.LTable // the tables KEYS and ARGV are set to (setArgs)
+
 	coroutines map[*lua.LState]*coroutineState
 	gcPause    float64
 	gcStepMul  float64
@@ -233,24 +235,23 @@ func (sb *sandbox) setArgs(L *lua.LState, at *[2]argTable, keys, argv [][]byte) 
 	// One string holds the bytes of every key and argument that differs
 	// from the previous run's; the Lua strings are slices of it, so a run
 	// costs at most one copy rather than one per string.
-	n := at[0].newBytes(keys) + at[1].newBytes(argv)
+	n := at[0].compare(keys) + at[1].compare(argv)
 	all := ""
 	if n > 0 {
 		buf := make([]byte, 0, n)
-		buf = at[0].appendNew(buf, keys)
-		buf = at[1].appendNew(buf, argv)
+		buf = at[0].appendFresh(buf, keys)
+		buf = at[1].appendFresh(buf, argv)
 		all = unsafe.String(&buf[0], n) // buf is never written again
 	}
 	at[0].update(keys, &all)
 	at[1].update(argv, &all)
-	sb.setGlobal("KEYS", at[0].table(L))
-	sb.setGlobal("ARGV", at[1].table(L))
-}
-
-// setGlobal sets a global that scripts cannot set themselves.
-func (sb *sandbox) setGlobal(name string, t *lua.LTable) {
-	if sb.globals.RawGetString(name) != lua.LValue(t) {
-		sb.globals.RawSetString(name, t)
+	if t := at[0].table(L); t != sb.keys {
+		sb.globals.RawSetString("KEYS", t)
+		sb.keys = t
+	}
+	if t := at[1].table(L); t != sb.argv {
+		sb.globals.RawSetString("ARGV", t)
+		sb.argv = t
 	}
 }
 
@@ -268,58 +269,57 @@ func (sb *sandbox) setGlobal(name string, t *lua.LTable) {
 // in the order of pairs (ltable.go). A reused table is indistinguishable
 // from a fresh one.
 type argTable struct {
-	t    *lua.LTable
-	vals []lua.LValue // t[i+1] is vals[i]: the strings given last time
+	t     *lua.LTable
+	vals  []lua.LValue // t[i+1] is vals[i]: the strings given last time
+	fresh []bool       // set by compare: items[i] is not vals[i]
 }
 
-// cached returns vals[i] if it is the string b.
-func (a *argTable) cached(i int, b []byte) (lua.LValue, bool) {
-	if i < len(a.vals) {
-		if s, ok := a.vals[i].(lua.LString); ok && string(s) == string(b) {
-			return s, true
-		}
+// compare notes which items differ from the strings given last time and
+// returns their total length.
+func (a *argTable) compare(items [][]byte) int {
+	if cap(a.fresh) < len(items) {
+		a.fresh = make([]bool, len(items))
 	}
-	return nil, false
-}
-
-// newBytes returns the number of bytes of the items that are not cached.
-func (a *argTable) newBytes(items [][]byte) int {
+	a.fresh = a.fresh[:len(items)]
 	n := 0
 	for i, b := range items {
-		if _, ok := a.cached(i, b); !ok {
+		fresh := true
+		if i < len(a.vals) {
+			s, ok := a.vals[i].(lua.LString)
+			fresh = !ok || string(s) != string(b)
+		}
+		a.fresh[i] = fresh
+		if fresh {
 			n += len(b)
 		}
 	}
 	return n
 }
 
-// appendNew appends the bytes of the items that are not cached.
-func (a *argTable) appendNew(buf []byte, items [][]byte) []byte {
+// appendFresh appends the bytes of the items that compare found new.
+func (a *argTable) appendFresh(buf []byte, items [][]byte) []byte {
 	for i, b := range items {
-		if _, ok := a.cached(i, b); !ok {
+		if a.fresh[i] {
 			buf = append(buf, b...)
 		}
 	}
 	return buf
 }
 
-// update makes vals the strings of items; those not cached take their
-// bytes from the front of *all, in order, as appendNew laid them out.
+// update makes vals the strings of items: the new ones take their bytes
+// from the front of *all, in order, as appendFresh laid them out.
 func (a *argTable) update(items [][]byte, all *string) {
 	if cap(a.vals) < len(items) {
 		vals := make([]lua.LValue, len(items))
 		copy(vals, a.vals)
 		a.vals = vals
 	}
-	// Entries past len(a.vals) are strings of earlier runs or nil: still
-	// valid to compare.
-	a.vals = a.vals[:len(items)]
+	a.vals = a.vals[:len(items)] // entries past the old length are all fresh
 	for i, b := range items {
-		if _, ok := a.cached(i, b); ok {
-			continue
+		if a.fresh[i] {
+			a.vals[i] = lua.LString((*all)[:len(b)])
+			*all = (*all)[len(b):]
 		}
-		a.vals[i] = lua.LString((*all)[:len(b)])
-		*all = (*all)[len(b):]
 	}
 }
 
