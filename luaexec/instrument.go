@@ -3,7 +3,6 @@ package luaexec
 import (
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/yuin/gopher-lua/ast"
 )
@@ -50,6 +49,7 @@ const (
 	hidLen    = "\x00len"
 	hidUnm    = "\x00unm"
 	hidTable  = "\x00table"
+	hidArgs   = "\x00args"  // KEYS, ARGV, redis.call, redis.pcall: see hoistedName
 	hidArith  = "\x00arith" // prefix; the operator character follows
 )
 
@@ -101,18 +101,10 @@ func instrument(p *parsed, chargeMain, hoist bool) ([]ast.Stmt, int64) {
 		stmts = append([]ast.Stmt{in.chargeStmt(int(cost)+costFuncBase, 1)}, stmts...)
 	}
 	if len(in.hoisted) > 0 {
-		names := sortedNames(in.hoisted)
-		exprs := make([]ast.Expr, len(names))
-		for i, n := range names {
-			if fn, ok := strings.CutPrefix(n, hoistRedis); ok {
-				exprs[i] = &ast.AttrGetExpr{Object: identAt("redis", 1), Key: stringLit(fn, 1)}
-				exprs[i].SetLine(1)
-				exprs[i].SetLastLine(1)
-			} else {
-				exprs[i] = identAt(n[1:], 1)
-			}
-		}
-		stmts = append([]ast.Stmt{localDecl(names, exprs)}, stmts...)
+		in.used[hidArgs] = true
+		call := in.hiddenCall(hidArgs, 1)
+		call.AdjustRet = false // all of its values
+		stmts = append([]ast.Stmt{localDecl(hoistedLocals[:], []ast.Expr{call})}, stmts...)
 	}
 	if len(in.used) > 0 {
 		names := sortedNames(in.used)
@@ -149,24 +141,29 @@ func localDecl(names []string, exprs []ast.Expr) ast.Stmt {
 	return decl
 }
 
-// hoistRedis prefixes the hidden locals that hold redis.call and
-// redis.pcall.
-const hoistRedis = "\x00redis."
+// hoistedLocals are the hidden locals that hold KEYS, ARGV, redis.call and
+// redis.pcall, in the order \x00args returns them.
+var hoistedLocals = [...]string{"\x00KEYS", "\x00ARGV", "\x00redis.call", "\x00redis.pcall"}
 
 // hoistedName returns the hidden local that stands for e, if e is one of
 // the globals every lock script reads again and again: KEYS, ARGV,
 // redis.call, redis.pcall. Reading them through gopher-lua costs three
 // table lookups each (the environment, its __index, the globals), and two
 // more for a field of the read-only redis table (the proxy's __index, the
-// real table); a local costs none. No script can change a global, nor a
-// field of a library table, so the value read when the chunk starts is
-// the value every later read would get, and they always exist (setArgs
-// sets KEYS and ARGV before every run). Error messages that name them do
-// not change: objName follows the hidden local back to the instruction
-// that loaded it ("global 'KEYS'", "field 'call'"), and the descriptions
-// instrumentation computes come from the original expressions.
+// real table). Instead, a chunk that reads any of them starts with
 //
-// Only reads in the main chunk's own body are replaced (not in nested
+//	local \0KEYS, \0ARGV, \0redis.call, \0redis.pcall = \0args()
+//
+// (one lookup, one call) and reads the locals. No script can change a
+// global, nor a field of a library table, so the values at the start are
+// the values every later read would get, and they always exist (setArgs
+// sets KEYS and ARGV before every run). Error messages that name them do
+// not change: objName names the hidden locals as Lua 5.1 names the
+// expressions they replace ("global 'KEYS'", "field 'call'"), and the
+// descriptions instrumentation computes come from the original
+// expressions.
+//
+// Only reads in the chunk's own body are replaced (not in nested
 // functions, which would see the locals as upvalues), and never an
 // assignment's target (see target), so that "KEYS = 1" still fails.
 func (in *instrumenter) hoistedName(e ast.Expr) (string, bool) {
@@ -182,7 +179,7 @@ func (in *instrumenter) hoistedName(e ast.Expr) (string, bool) {
 		id, ok := x.Object.(*ast.IdentExpr)
 		k, ok2 := x.Key.(*ast.StringExpr)
 		if ok && ok2 && id.Value == "redis" && in.p.names[id] == nil && (k.Value == "call" || k.Value == "pcall") {
-			return hoistRedis + k.Value, true
+			return "\x00redis." + k.Value, true
 		}
 	}
 	return "", false

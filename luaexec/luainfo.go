@@ -144,8 +144,15 @@ func writesA(i uint32) bool {
 // kind is "local", "global", "field", "upvalue", "method" or "".
 func objName(p *lua.FunctionProto, pc, reg int) (kind, name string) {
 	for depth := 0; depth < 16; depth++ {
-		if n := localName(p, reg, pc); n != "" && n[0] != 0 && !(n[0] == '(' && forCallSetup(p, pc)) {
+		n := localName(p, reg, pc)
+		if n != "" && n[0] != 0 && !(n[0] == '(' && forCallSetup(p, pc)) {
 			return "local", n
+		}
+		switch n {
+		case hoistedLocals[0], hoistedLocals[1]: // KEYS, ARGV (hoistedName)
+			return "global", n[1:]
+		case hoistedLocals[2], hoistedLocals[3]: // redis.call, redis.pcall
+			return "field", n[len("\x00redis."):]
 		}
 		// the last instruction before pc that stored into reg
 		var ins uint32

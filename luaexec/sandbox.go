@@ -45,6 +45,8 @@ type sandbox struct {
 	cjsonNull  *lua.LUserData
 
 	keys, argv *lua.LTable // the tables KEYS and ARGV are set to (setArgs)
+	redisCall  lua.LValue  // redis.call
+	redisPcall lua.LValue  // redis.pcall
 
 	coroutines map[*lua.LState]*coroutineState
 	gcPause    float64
@@ -124,6 +126,8 @@ func newSandbox(e *Engine) *sandbox {
 		lib("bit", sb.openBit(L)),
 		lib("redis", sb.openRedis(L)),
 	)
+	redis := sb.proxies[g.RawGetString("redis").(*lua.LTable)]
+	sb.redisCall, sb.redisPcall = redis.RawGetString("call"), redis.RawGetString("pcall")
 	gb.ops = append(gb.ops, simOp{key: lua.LString("debug"), del: true})
 	sb.addFields(L, g, gb, valEntry("__redis__err__handler", sb.errHandler))
 	gb.ops = append(gb.ops, simOp{key: lua.LString("KEYS")}, simOp{key: lua.LString("ARGV")})
@@ -147,6 +151,7 @@ func newSandbox(e *Engine) *sandbox {
 	env.RawSetString(hidLen, L.NewFunction(e.hiddenLen))
 	env.RawSetString(hidUnm, L.NewFunction(e.hiddenUnm))
 	env.RawSetString(hidTable, L.NewFunction(e.hiddenTable))
+	env.RawSetString(hidArgs, L.NewFunction(sb.hiddenArgs))
 	for op := range arithEvents {
 		env.RawSetString(hidArith+string(op), L.NewFunction(e.hiddenArith(op)))
 	}
@@ -156,6 +161,16 @@ func newSandbox(e *Engine) *sandbox {
 	env.Metatable = emeta
 	sb.env = env
 	return sb
+}
+
+// hiddenArgs returns what the globals hoistedName replaces hold: KEYS,
+// ARGV, redis.call and redis.pcall.
+func (sb *sandbox) hiddenArgs(L *lua.LState) int {
+	L.Push(sb.keys)
+	L.Push(sb.argv)
+	L.Push(sb.redisCall)
+	L.Push(sb.redisPcall)
+	return 4
 }
 
 // protect returns a read-only proxy of t. shownMeta is what getmetatable
