@@ -45,6 +45,7 @@ type sandbox struct {
 	cjsonNull  *lua.LUserData
 
 	keys, argv *lua.LTable // the tables KEYS and ARGV are set to (setArgs)
+	argChunk   []byte      // where their strings are cut from (argBytes)
 	redisCall  lua.LValue  // redis.call
 	redisPcall lua.LValue  // redis.pcall
 
@@ -253,7 +254,7 @@ func (sb *sandbox) setArgs(L *lua.LState, at *[2]argTable, keys, argv [][]byte) 
 	n := at[0].compare(keys) + at[1].compare(argv)
 	all := ""
 	if n > 0 {
-		buf := make([]byte, 0, n)
+		buf := sb.argBytes(n)
 		buf = at[0].appendFresh(buf, keys)
 		buf = at[1].appendFresh(buf, argv)
 		all = unsafe.String(&buf[0], n) // buf is never written again
@@ -268,6 +269,30 @@ func (sb *sandbox) setArgs(L *lua.LState, at *[2]argTable, keys, argv [][]byte) 
 		sb.globals.RawSetString("ARGV", t)
 		sb.argv = t
 	}
+}
+
+// Sizes of the chunks argBytes cuts strings from.
+const (
+	argChunkSize  = 4096
+	argChunkLimit = 512 // larger strings get their own buffer
+)
+
+// argBytes returns an empty slice with room for n bytes, for the strings
+// of KEYS and ARGV. It cuts them from a chunk that is only ever appended
+// to, one region per run, so that a run costs no allocation most of the
+// time: once a run's strings are made, nothing writes their bytes again,
+// which is what unsafe.String requires. A full chunk is left to the
+// garbage collector, which frees it when no string cut from it remains.
+func (sb *sandbox) argBytes(n int) []byte {
+	if n > argChunkLimit {
+		return make([]byte, 0, n)
+	}
+	if cap(sb.argChunk)-len(sb.argChunk) < n {
+		sb.argChunk = make([]byte, 0, argChunkSize)
+	}
+	i := len(sb.argChunk)
+	sb.argChunk = sb.argChunk[:i+n]
+	return sb.argChunk[i : i : i+n]
 }
 
 // argTable is the KEYS or ARGV table of one compiled script, kept from one
@@ -355,43 +380,40 @@ func (a *argTable) table(L *lua.LState) *lua.LTable {
 	return a.t
 }
 
-// ltableLayout locates the unexported fields of gopher-lua's LTable, so
-// that pristine can read them (read only: reflection cannot write them).
-// If a future gopher-lua lays its tables out differently, ok is false and
-// tables are never reused.
+// ltableLayout locates the unexported fields of gopher-lua's LTable that
+// pristine reads (read only: reflection cannot write them). If a future
+// gopher-lua lays its tables out differently, ok is false and tables are
+// never reused.
 var ltableLayout = func() (l struct {
-	ok                              bool
-	array, dict, strdict, keys, k2i int
+	ok          bool
+	array, keys int
 }) {
 	t := reflect.TypeOf(lua.LTable{})
-	field := func(name string, kind reflect.Kind) int {
+	field := func(name string) int {
 		f, found := t.FieldByName(name)
-		if !found || f.Type.Kind() != kind || len(f.Index) != 1 {
+		if !found || f.Type.Kind() != reflect.Slice || len(f.Index) != 1 {
 			return -1
 		}
 		return f.Index[0]
 	}
-	l.array = field("array", reflect.Slice)
-	l.dict = field("dict", reflect.Map)
-	l.strdict = field("strdict", reflect.Map)
-	l.keys = field("keys", reflect.Slice)
-	l.k2i = field("k2i", reflect.Map)
-	l.ok = l.array >= 0 && l.dict >= 0 && l.strdict >= 0 && l.keys >= 0 && l.k2i >= 0
+	l.array, l.keys = field("array"), field("keys")
+	l.ok = l.array >= 0 && l.keys >= 0
 	return l
 }()
 
-// pristine reports whether t is an array of exactly n slots that has never
-// had a metatable left on it nor a key outside its array part: the state
-// in which CreateTable and n Appends leave a table, whatever values the
-// slots hold.
+// pristine reports whether t, made by CreateTable(n, 0) and n Appends, is
+// still an array of exactly n slots that has never had a key outside its
+// array part nor keeps a metatable, whatever values the slots hold.
+// gopher-lua creates a table's hash part (dict, strdict) only together with
+// the list of its keys (keys, k2i), when the first key goes there, and
+// never drops it: a nil keys means no key ever went there.
 func pristine(t *lua.LTable, n int) bool {
 	l := &ltableLayout
 	if !l.ok || t.Metatable != lua.LNil {
 		return false
 	}
 	v := reflect.ValueOf(t).Elem()
-	return v.Field(l.array).Len() == n && v.Field(l.dict).IsNil() && v.Field(l.strdict).IsNil() &&
-		v.Field(l.keys).IsNil() && v.Field(l.k2i).IsNil()
+	return v.Field(l.array).Len() == n && v.Field(l.keys).IsNil()
 }
 
 // libEntry is one field of a library table: a Go function or a value.
