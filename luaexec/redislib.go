@@ -72,7 +72,6 @@ type callArgs struct {
 const (
 	maxKeptCallArgs  = 1024
 	maxKeptCallBytes = 64 << 10
-	minCallBytes     = 256
 )
 
 // scriptArgs converts the arguments of redis.call into a command; it
@@ -83,29 +82,7 @@ func scriptArgs(L *lua.LState, ca *callArgs) ([][]byte, string) {
 	if argc == 0 {
 		return nil, "Please specify at least one argument for this redis lib call"
 	}
-	size := 0
-	var numBuf [32]byte
-	for j := 1; j <= argc; j++ {
-		switch v := L.Get(j).(type) {
-		case lua.LString:
-			size += len(v)
-		case lua.LNumber:
-			size += len(fmtArg(numBuf[:0], float64(v)))
-		default:
-			return nil, "Lua redis lib command arguments must be strings or integers"
-		}
-	}
-	var buf []byte
-	var args [][]byte
-	if size <= cap(ca.bytes) && argc <= cap(ca.args) {
-		buf, args = ca.bytes[:0], ca.args[:argc]
-	} else {
-		buf = make([]byte, 0, max(size, minCallBytes))
-		args = make([][]byte, argc, max(argc, 8))
-		if size <= maxKeptCallBytes && argc <= maxKeptCallArgs {
-			ca.bytes, ca.args = buf, args
-		}
-	}
+	buf, args := ca.bytes[:0], ca.args[:0]
 	for j := 1; j <= argc; j++ {
 		start := len(buf)
 		switch v := L.Get(j).(type) {
@@ -113,8 +90,18 @@ func scriptArgs(L *lua.LState, ca *callArgs) ([][]byte, string) {
 			buf = append(buf, v...)
 		case lua.LNumber:
 			buf = fmtArg(buf, float64(v))
+		default:
+			return nil, "Lua redis lib command arguments must be strings or integers"
 		}
-		args[j-1] = buf[start:len(buf):len(buf)]
+		// When append moves buf, the arguments before keep pointing into
+		// the old array, which nothing writes during this call.
+		args = append(args, buf[start:len(buf):len(buf)])
+	}
+	if cap(buf) <= maxKeptCallBytes {
+		ca.bytes = buf
+	}
+	if cap(args) <= maxKeptCallArgs {
+		ca.args = args
 	}
 	return args, ""
 }
