@@ -1,7 +1,9 @@
 package luaexec
 
 import (
+	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -157,6 +159,20 @@ func TestArgTablesReused(t *testing.T) {
 		fresh := newEngine(t, Options{})
 		if got, want := run(t, e, script, args...), run(t, fresh, script, args...); got != want {
 			t.Errorf("%q: got %q, a fresh engine %q", args, got, want)
+		}
+	}
+
+	// Many clients, more strings than argCache has slots, some repeated,
+	// some longer than it keeps.
+	const join = `return table.concat(KEYS, '|') .. '/' .. table.concat(ARGV, '|')`
+	for i := 0; i < 5000; i++ {
+		c := strconv.Itoa(i % 1500)
+		long := strings.Repeat(c, 200/len(c))
+		args := []string{"lock:" + c, "chan:" + c, "--", "owner:" + strconv.Itoa(i%7), "30000", long}
+		body := fmt.Sprintf("lock:%s|chan:%s/owner:%d|30000|%s", c, c, i%7, long)
+		want := fmt.Sprintf("$%d\r\n%s\r\n", len(body), body)
+		if got := run(t, e, join, args...); got != want {
+			t.Fatalf("run %d: got %q want %q", i, got, want)
 		}
 	}
 

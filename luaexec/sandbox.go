@@ -1,6 +1,7 @@
 package luaexec
 
 import (
+	"hash/maphash"
 	"reflect"
 	"unsafe"
 
@@ -46,6 +47,7 @@ type sandbox struct {
 
 	keys, argv *lua.LTable // the tables KEYS and ARGV are set to (setArgs)
 	argChunk   []byte      // where their strings are cut from (argBytes)
+	argCache   argCache    // recent strings of KEYS and ARGV
 	redisCall  lua.LValue  // redis.call
 	redisPcall lua.LValue  // redis.pcall
 
@@ -63,6 +65,7 @@ func newSandbox(e *Engine) *sandbox {
 		apparent:   make(map[*lua.LTable]lua.LValue),
 		builds:     make(map[*lua.LTable]*tableBuild),
 		coroutines: make(map[*lua.LState]*coroutineState),
+		argCache:   newArgCache(),
 		gcPause:    200,
 		gcStepMul:  200,
 	}
@@ -248,10 +251,10 @@ func (sb *sandbox) metatable(L *lua.LState, v lua.LValue) lua.LValue {
 // setArgs sets KEYS and ARGV for a run of a script, from the tables the
 // script's previous run used (see argTable).
 func (sb *sandbox) setArgs(L *lua.LState, at *[2]argTable, keys, argv [][]byte) {
-	// One string holds the bytes of every key and argument that differs
-	// from the previous run's; the Lua strings are slices of it, so a run
-	// costs at most one copy rather than one per string.
-	n := at[0].compare(keys) + at[1].compare(argv)
+	// One string holds the bytes of every key and argument that is neither
+	// the previous run's nor in the cache; the Lua strings are slices of
+	// it, so a run costs at most one copy rather than one per string.
+	n := at[0].match(keys, &sb.argCache) + at[1].match(argv, &sb.argCache)
 	all := ""
 	if n > 0 {
 		buf := sb.argBytes(n)
@@ -259,8 +262,8 @@ func (sb *sandbox) setArgs(L *lua.LState, at *[2]argTable, keys, argv [][]byte) 
 		buf = at[1].appendFresh(buf, argv)
 		all = unsafe.String(&buf[0], n) // buf is never written again
 	}
-	at[0].update(keys, &all)
-	at[1].update(argv, &all)
+	at[0].fill(keys, &all, &sb.argCache)
+	at[1].fill(argv, &all, &sb.argCache)
 	if t := at[0].table(L); t != sb.keys {
 		sb.globals.RawSetString("KEYS", t)
 		sb.keys = t
@@ -295,6 +298,32 @@ func (sb *sandbox) argBytes(n int) []byte {
 	return sb.argChunk[i : i : i+n]
 }
 
+// argCache holds recent KEYS and ARGV strings, boxed as Lua values, in a
+// direct-mapped table: a lock server's clients come back again and again
+// with the same lock names, owner ids and channels, and a string found
+// here costs neither a copy nor an allocation. Which strings it holds
+// depends on a per-process hash seed, but a script cannot tell a string
+// from the cache from a new one with the same bytes.
+type argCache struct {
+	seed  maphash.Seed
+	slots [argCacheSlots]lua.LValue // nil or lua.LString
+}
+
+const (
+	argCacheSlots  = 1024
+	argCacheMaxLen = 128 // longer strings are not cached
+)
+
+func newArgCache() argCache { return argCache{seed: maphash.MakeSeed()} }
+
+// slot returns where b is cached, or -1 if it is not cacheable.
+func (c *argCache) slot(b []byte) int {
+	if len(b) > argCacheMaxLen {
+		return -1
+	}
+	return int(maphash.Bytes(c.seed, b) % argCacheSlots)
+}
+
 // argTable is the KEYS or ARGV table of one compiled script, kept from one
 // run to the next with the strings it held. A lock script is run again and
 // again with the same number of keys and arguments, several of them the
@@ -311,54 +340,78 @@ func (sb *sandbox) argBytes(n int) []byte {
 type argTable struct {
 	t     *lua.LTable
 	vals  []lua.LValue // t[i+1] is vals[i]: the strings given last time
-	fresh []bool       // set by compare: items[i] is not vals[i]
+	fresh []int        // set by match: see there
 }
 
-// compare notes which items differ from the strings given last time and
+// Values of argTable.fresh besides a cache slot.
+const (
+	argKnown    = -1 // vals[i] is items[i] already
+	argUncached = -2 // a new string, too long for the cache
+)
+
+// match makes vals as long as items and sets the entries it can without
+// copying: those that did not change since the last run, and those in the
+// cache. For the others, fresh tells where fill caches them, and match
 // returns their total length.
-func (a *argTable) compare(items [][]byte) int {
+func (a *argTable) match(items [][]byte, c *argCache) int {
+	old := len(a.vals)
+	if cap(a.vals) < len(items) {
+		vals := make([]lua.LValue, len(items))
+		copy(vals, a.vals)
+		a.vals = vals
+	}
+	a.vals = a.vals[:len(items)]
 	if cap(a.fresh) < len(items) {
-		a.fresh = make([]bool, len(items))
+		a.fresh = make([]int, len(items))
 	}
 	a.fresh = a.fresh[:len(items)]
 	n := 0
 	for i, b := range items {
-		fresh := true
-		if i < len(a.vals) {
-			s, ok := a.vals[i].(lua.LString)
-			fresh = !ok || string(s) != string(b)
+		if i < old {
+			if s, ok := a.vals[i].(lua.LString); ok && string(s) == string(b) {
+				a.fresh[i] = argKnown
+				continue
+			}
 		}
-		a.fresh[i] = fresh
-		if fresh {
-			n += len(b)
+		k := c.slot(b)
+		if k >= 0 {
+			if s, ok := c.slots[k].(lua.LString); ok && string(s) == string(b) {
+				a.vals[i] = c.slots[k]
+				a.fresh[i] = argKnown
+				continue
+			}
+		} else {
+			k = argUncached
 		}
+		a.fresh[i] = k
+		n += len(b)
 	}
 	return n
 }
 
-// appendFresh appends the bytes of the items that compare found new.
+// appendFresh appends the bytes of the items that match did not find.
 func (a *argTable) appendFresh(buf []byte, items [][]byte) []byte {
 	for i, b := range items {
-		if a.fresh[i] {
+		if a.fresh[i] != argKnown {
 			buf = append(buf, b...)
 		}
 	}
 	return buf
 }
 
-// update makes vals the strings of items: the new ones take their bytes
-// from the front of *all, in order, as appendFresh laid them out.
-func (a *argTable) update(items [][]byte, all *string) {
-	if cap(a.vals) < len(items) {
-		vals := make([]lua.LValue, len(items))
-		copy(vals, a.vals)
-		a.vals = vals
-	}
-	a.vals = a.vals[:len(items)] // entries past the old length are all fresh
+// fill makes the strings match did not find, taking their bytes from the
+// front of *all, in order, as appendFresh laid them out, and caches them.
+func (a *argTable) fill(items [][]byte, all *string, c *argCache) {
 	for i, b := range items {
-		if a.fresh[i] {
-			a.vals[i] = lua.LString((*all)[:len(b)])
-			*all = (*all)[len(b):]
+		k := a.fresh[i]
+		if k == argKnown {
+			continue
+		}
+		v := lua.LValue(lua.LString((*all)[:len(b)]))
+		*all = (*all)[len(b):]
+		a.vals[i] = v
+		if k >= 0 {
+			c.slots[k] = v
 		}
 	}
 }
