@@ -13,21 +13,23 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
+
+	"github.com/deadbolt/deadbolt/cluster/raftlog"
 )
 
-// The log and stable store of a node with a data directory: raft-boltdb's
-// raft.db. hashicorp/raft-wal (segment files, one write and one fsync per
-// append where bolt writes several pages and fsyncs twice) measured about
-// 1.5 × the cluster's throughput, but v0.4.0, the only release, cannot
-// reopen a log whose suffix raft truncated after a leader change: the
-// segment it sealed has no index block, and NewRaft panics ("sealed
-// segment has no index block", raft-wal issue 31). The chaos run found a
-// node that never came back after a kill. So new data directories get
-// raft-boltdb; a directory written by a build that used raft-wal (it has
-// wal/ and no raft.db) is still opened with it.
+// The log and stable store of a node with a data directory. New data
+// directories get raftlog (package cluster/raftlog: segment files, one
+// write and one fdatasync per append) in log/. Directories written by
+// earlier builds keep their store:
+//   - raft-boltdb's raft.db (several pages and two fsyncs per append);
+//   - hashicorp/raft-wal's wal/, which some builds of 2026-11-22 wrote.
+//     raft-wal v0.4.0, its only release, cannot reopen a log whose suffix
+//     raft truncated after a leader change ("sealed segment has no index
+//     block", raft-wal issue 31), which is why it was withdrawn.
 const (
-	boltFile = "raft.db"
-	walDir   = "wal"
+	boltFile   = "raft.db"
+	walDir     = "wal"
+	raftlogDir = "log"
 	// walSegmentSize is the size of each preallocated WAL segment file.
 	walSegmentSize = 16 << 20
 	// logCacheSize is how many recent entries are kept in memory, so that
@@ -35,16 +37,34 @@ const (
 	logCacheSize = 512
 )
 
-// LogStoreKind names the store a data directory uses: "raft-boltdb" or
-// "raft-wal".
+// The names LogStoreKind returns.
+const (
+	StoreRaftlog = "raftlog"
+	StoreBolt    = "raft-boltdb"
+	StoreWAL     = "raft-wal"
+)
+
+// LogStoreKind names the store a data directory uses: StoreBolt if it has
+// raft.db, StoreWAL if it has wal/, otherwise StoreRaftlog.
 func LogStoreKind(dataDir string) string {
 	if _, err := os.Stat(filepath.Join(dataDir, boltFile)); err == nil {
-		return "raft-boltdb"
+		return StoreBolt
 	}
 	if st, err := os.Stat(filepath.Join(dataDir, walDir)); err == nil && st.IsDir() {
-		return "raft-wal"
+		return StoreWAL
 	}
-	return "raft-boltdb"
+	return StoreRaftlog
+}
+
+// LogStorePath is the file or directory that holds dataDir's log store.
+func LogStorePath(dataDir string) string {
+	switch LogStoreKind(dataDir) {
+	case StoreBolt:
+		return filepath.Join(dataDir, boltFile)
+	case StoreWAL:
+		return filepath.Join(dataDir, walDir)
+	}
+	return filepath.Join(dataDir, raftlogDir)
 }
 
 // OpenLogStore opens (creating if needed) the log and stable store in
@@ -53,7 +73,14 @@ func OpenLogStore(dataDir string, logger hclog.Logger) (raft.LogStore, raft.Stab
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	if LogStoreKind(dataDir) == "raft-boltdb" {
+	switch LogStoreKind(dataDir) {
+	case StoreRaftlog:
+		st, err := raftlog.Open(filepath.Join(dataDir, raftlogDir), raftlog.Options{})
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("cluster: open log store: %w", err)
+		}
+		return st, st, st, nil
+	case StoreBolt:
 		bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dataDir, boltFile)})
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("cluster: open log store: %w", err)

@@ -41,19 +41,26 @@ func storeAndReopen(t *testing.T, dir, wantKind string, first uint64) {
 	}
 }
 
-// TestLogStore: a new data directory gets raft-boltdb, as does one that
-// has its raft.db; one written by raft-wal keeps raft-wal. Each keeps
-// what it stored.
+// TestLogStore: a new data directory gets raftlog; one that has raft-boltdb's
+// raft.db keeps raft-boltdb, one written by raft-wal keeps raft-wal. Each
+// keeps what it stored.
 func TestLogStore(t *testing.T) {
 	t.Run("new", func(t *testing.T) {
-		storeAndReopen(t, t.TempDir(), "raft-boltdb", 1)
+		dir := t.TempDir()
+		storeAndReopen(t, dir, StoreRaftlog, 1)
+		if st, err := os.Stat(filepath.Join(dir, "log")); err != nil || !st.IsDir() {
+			t.Fatalf("no log/ directory: %v", err)
+		}
+		if got := LogStorePath(dir); got != filepath.Join(dir, "log") {
+			t.Fatalf("LogStorePath = %s", got)
+		}
 	})
 	t.Run("existing wal", func(t *testing.T) {
 		dir := t.TempDir()
 		if err := os.Mkdir(filepath.Join(dir, "wal"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		storeAndReopen(t, dir, "raft-wal", 1)
+		storeAndReopen(t, dir, StoreWAL, 1)
 	})
 	t.Run("existing raft.db", func(t *testing.T) {
 		dir := t.TempDir()
@@ -65,7 +72,7 @@ func TestLogStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		bolt.Close()
-		storeAndReopen(t, dir, "raft-boltdb", 2)
+		storeAndReopen(t, dir, StoreBolt, 2)
 	})
 }
 

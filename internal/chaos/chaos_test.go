@@ -198,11 +198,11 @@ func TestScanLog(t *testing.T) {
 }
 
 // TestReadNodeConverge writes data directories the way a node does (a
-// log store, raft-wal or raft-boltdb, with single commands and batches,
+// log store, raftlog, raft-wal or raft-boltdb, with single commands and batches,
 // and a file snapshot) and checks that replay agrees with the snapshot,
 // and that a tampered snapshot is caught.
 func TestReadNodeConverge(t *testing.T) {
-	for _, kind := range []string{"raft-wal", "raft-boltdb"} {
+	for _, kind := range []string{cluster.StoreRaftlog, cluster.StoreWAL, cluster.StoreBolt} {
 		t.Run(kind, func(t *testing.T) { testReadNodeConverge(t, kind) })
 	}
 }
@@ -213,7 +213,7 @@ func testReadNodeConverge(t *testing.T, kind string) {
 		d := filepath.Join(dir, id)
 		os.MkdirAll(d, 0o755)
 		var store raft.LogStore
-		if kind == "raft-boltdb" {
+		if kind == cluster.StoreBolt {
 			bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(d, "raft.db")})
 			if err != nil {
 				t.Fatal(err)
@@ -221,7 +221,9 @@ func testReadNodeConverge(t *testing.T, kind string) {
 			defer bolt.Close()
 			store = bolt
 		} else {
-			os.Mkdir(filepath.Join(d, "wal"), 0o755) // a directory raft-wal wrote
+			if kind == cluster.StoreWAL {
+				os.Mkdir(filepath.Join(d, "wal"), 0o755) // a directory raft-wal wrote
+			}
 			s, _, closer, err := cluster.OpenLogStore(d, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -142,26 +142,27 @@ func ReadNode(id, dataDir, scratch string, targets map[uint64]bool) (st NodeStat
 	return st
 }
 
-// copyLogStore copies the log store files of a data directory (raft-wal's
-// wal/ or raft-boltdb's raft.db, whichever it has) to dst.
+// copyLogStore copies the log store of a data directory (raftlog's log/,
+// raft-wal's wal/ or raft-boltdb's raft.db, whichever it has) to dst.
 func copyLogStore(dataDir, dst string) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
-	if cluster.LogStoreKind(dataDir) == "raft-boltdb" {
-		return copyFile(filepath.Join(dataDir, "raft.db"), filepath.Join(dst, "raft.db"))
+	src := cluster.LogStorePath(dataDir)
+	to := filepath.Join(dst, filepath.Base(src))
+	if cluster.LogStoreKind(dataDir) == cluster.StoreBolt {
+		return copyFile(src, to)
 	}
-	src := filepath.Join(dataDir, "wal")
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(dst, "wal"), 0o755); err != nil {
+	if err := os.MkdirAll(to, 0o755); err != nil {
 		return err
 	}
 	for _, e := range entries {
 		if e.Type().IsRegular() {
-			if err := copyFile(filepath.Join(src, e.Name()), filepath.Join(dst, "wal", e.Name())); err != nil {
+			if err := copyFile(filepath.Join(src, e.Name()), filepath.Join(to, e.Name())); err != nil {
 				return err
 			}
 		}

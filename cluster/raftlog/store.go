@@ -1,0 +1,615 @@
+package raftlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+const (
+	segSuffix   = ".seg"
+	headerSize  = 16
+	recordHead  = 8 // length and CRC
+	fixedFields = 8 + 8 + 1 + 8
+	// maxRecord bounds one record's payload, so that a damaged length field
+	// cannot make opening allocate without limit.
+	maxRecord = 1 << 30
+	// DefaultSegmentSize is the size past which appends go to a new segment.
+	DefaultSegmentSize = 64 << 20
+)
+
+var (
+	segMagic = [8]byte{'d', 'b', 'l', 'o', 'g', 0, 0, 1}
+	crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+	// ErrCorrupt is returned when a segment other than the last one holds a
+	// damaged record, or the segments do not follow one another.
+	ErrCorrupt = errors.New("raftlog: corrupt log")
+	// ErrClosed is returned by a closed store.
+	ErrClosed = errors.New("raftlog: store closed")
+)
+
+// Options tune a Store. The zero value is the default.
+type Options struct {
+	// SegmentSize is the size past which a new segment is started
+	// (DefaultSegmentSize if 0).
+	SegmentSize int64
+}
+
+// Store is a raft.LogStore and raft.StableStore kept in one directory. Its
+// methods are safe for concurrent use; appends and deletions are serialised.
+type Store struct {
+	dir     string
+	segSize int64
+
+	wmu sync.Mutex // held by StoreLogs and DeleteRange for their whole run
+	buf []byte     // encoding buffer, under wmu
+	// metaFirst is the first index recorded in meta, under wmu.
+	metaFirst uint64
+
+	mu          sync.RWMutex // guards what follows; readers hold it across their pread
+	segs        []*segment
+	first, last uint64 // 0, 0 when empty
+	closed      bool
+
+	stable *stable
+}
+
+type segment struct {
+	base uint64
+	f    *os.File
+	offs []int64 // offs[i] is where the record of index base+i starts
+	size int64   // end of the last record
+}
+
+func (s *segment) lastIndex() uint64 { return s.base + uint64(len(s.offs)) - 1 }
+
+// recordAt returns the extent of index's record.
+func (s *segment) recordAt(index uint64) (off, end int64) {
+	i := index - s.base
+	off = s.offs[i]
+	end = s.size
+	if int(i)+1 < len(s.offs) {
+		end = s.offs[i+1]
+	}
+	return off, end
+}
+
+// Open opens the store in dir, creating the directory if needed, and checks
+// every segment (see the package documentation for what a damaged record
+// means).
+func Open(dir string, opts Options) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &Store{dir: dir, segSize: opts.SegmentSize}
+	if s.segSize <= 0 {
+		s.segSize = DefaultSegmentSize
+	}
+	var err error
+	if s.stable, err = openStable(filepath.Join(dir, "stable")); err != nil {
+		return nil, err
+	}
+	if s.metaFirst, err = readMeta(filepath.Join(dir, "meta")); err != nil {
+		return nil, err
+	}
+	if err := s.load(); err != nil {
+		s.closeSegs(s.segs)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) load() error {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return err
+	}
+	var bases []uint64
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, segSuffix) {
+			continue
+		}
+		base, err := strconv.ParseUint(strings.TrimSuffix(name, segSuffix), 10, 64)
+		if err != nil || base == 0 {
+			return fmt.Errorf("%w: unexpected file %s", ErrCorrupt, name)
+		}
+		bases = append(bases, base)
+	}
+	slices.Sort(bases)
+	changed := false
+	for i, base := range bases {
+		seg, err := s.openSegment(base, i == len(bases)-1)
+		if err != nil {
+			return err
+		}
+		if len(seg.offs) == 0 {
+			// Created, but its first append never completed.
+			seg.f.Close()
+			if err := os.Remove(s.segPath(base)); err != nil {
+				return err
+			}
+			changed = true
+			continue
+		}
+		if n := len(s.segs); n > 0 && seg.base != s.segs[n-1].lastIndex()+1 {
+			seg.f.Close()
+			return fmt.Errorf("%w: segment %d does not follow index %d", ErrCorrupt, seg.base, s.segs[n-1].lastIndex())
+		}
+		s.segs = append(s.segs, seg)
+	}
+	if len(s.segs) > 0 {
+		s.first = max(s.metaFirst, s.segs[0].base)
+		s.last = s.segs[len(s.segs)-1].lastIndex()
+		// Segments that hold only entries below the first index are left
+		// over from a compaction that stopped half way.
+		var drop []*segment
+		for len(s.segs) > 0 && s.segs[0].lastIndex() < s.first {
+			drop = append(drop, s.segs[0])
+			s.segs = s.segs[1:]
+		}
+		if len(s.segs) == 0 {
+			s.first, s.last = 0, 0
+		}
+		if len(drop) > 0 {
+			return s.removeSegs(drop) // syncs the directory
+		}
+	}
+	if changed {
+		return syncDir(s.dir)
+	}
+	return nil
+}
+
+func (s *Store) segPath(base uint64) string {
+	return filepath.Join(s.dir, fmt.Sprintf("%020d%s", base, segSuffix))
+}
+
+// openSegment reads and checks one segment. In the last segment a damaged
+// tail is cut off; elsewhere it is an error.
+func (s *Store) openSegment(base uint64, isLast bool) (*segment, error) {
+	path := s.segPath(base)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	seg := &segment{base: base, f: f, size: headerSize}
+	if len(data) < headerSize || [8]byte(data[:8]) != segMagic || binary.LittleEndian.Uint64(data[8:16]) != base {
+		if !isLast || len(data) > headerSize {
+			f.Close()
+			return nil, fmt.Errorf("%w: %s: bad header", ErrCorrupt, path)
+		}
+		// The header itself was torn: an empty segment.
+		seg.offs = nil
+		return seg, nil
+	}
+	off := int64(headerSize)
+	var prevTerm uint64
+	for off < int64(len(data)) {
+		var l raft.Log
+		n, err := decodeRecord(data[off:], &l, false)
+		if err == nil && l.Index != base+uint64(len(seg.offs)) {
+			err = fmt.Errorf("index %d where %d was due", l.Index, base+uint64(len(seg.offs)))
+		}
+		if err == nil && l.Term < prevTerm {
+			err = fmt.Errorf("term %d after term %d", l.Term, prevTerm)
+		}
+		if err != nil {
+			if !isLast {
+				f.Close()
+				return nil, fmt.Errorf("%w: %s at offset %d: %v", ErrCorrupt, path, off, err)
+			}
+			// An append that never completed: drop its remains.
+			if err := f.Truncate(off); err != nil {
+				f.Close()
+				return nil, err
+			}
+			if err := f.Sync(); err != nil {
+				f.Close()
+				return nil, err
+			}
+			break
+		}
+		prevTerm = l.Term
+		seg.offs = append(seg.offs, off)
+		off += int64(n)
+	}
+	seg.size = off
+	return seg, nil
+}
+
+// decodeRecord decodes the record at the start of b into l and returns its
+// length. With copyData false, l.Data and l.Extensions alias b.
+func decodeRecord(b []byte, l *raft.Log, copyData bool) (int, error) {
+	if len(b) < recordHead {
+		return 0, io.ErrUnexpectedEOF
+	}
+	n := binary.LittleEndian.Uint32(b)
+	if n < fixedFields+2 || n > maxRecord || int64(n) > int64(len(b)-recordHead) {
+		return 0, fmt.Errorf("bad record length %d", n)
+	}
+	p := b[recordHead : recordHead+int(n)]
+	if crc32.Checksum(p, crcTable) != binary.LittleEndian.Uint32(b[4:]) {
+		return 0, errors.New("checksum mismatch")
+	}
+	l.Index = binary.LittleEndian.Uint64(p)
+	l.Term = binary.LittleEndian.Uint64(p[8:])
+	l.Type = raft.LogType(p[16])
+	if ns := int64(binary.LittleEndian.Uint64(p[17:])); ns != 0 {
+		l.AppendedAt = time.Unix(0, ns)
+	} else {
+		l.AppendedAt = time.Time{}
+	}
+	rest := p[fixedFields:]
+	var err error
+	if l.Data, rest, err = takeBytes(rest, copyData); err != nil {
+		return 0, err
+	}
+	if l.Extensions, rest, err = takeBytes(rest, copyData); err != nil {
+		return 0, err
+	}
+	if len(rest) != 0 {
+		return 0, errors.New("trailing bytes in record")
+	}
+	return recordHead + int(n), nil
+}
+
+func takeBytes(b []byte, copyData bool) ([]byte, []byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return nil, nil, errors.New("bad field length")
+	}
+	v := b[k : k+int(n)]
+	if n == 0 {
+		v = nil
+	} else if copyData {
+		v = slices.Clone(v)
+	}
+	return v, b[k+int(n):], nil
+}
+
+// appendRecord appends l's record to b.
+func appendRecord(b []byte, l *raft.Log) []byte {
+	start := len(b)
+	b = append(b, make([]byte, recordHead+fixedFields)...)
+	p := b[start+recordHead:]
+	binary.LittleEndian.PutUint64(p, l.Index)
+	binary.LittleEndian.PutUint64(p[8:], l.Term)
+	p[16] = byte(l.Type)
+	var ns int64
+	if !l.AppendedAt.IsZero() {
+		ns = l.AppendedAt.UnixNano()
+	}
+	binary.LittleEndian.PutUint64(p[17:], uint64(ns))
+	b = binary.AppendUvarint(b, uint64(len(l.Data)))
+	b = append(b, l.Data...)
+	b = binary.AppendUvarint(b, uint64(len(l.Extensions)))
+	b = append(b, l.Extensions...)
+	payload := b[start+recordHead:]
+	binary.LittleEndian.PutUint32(b[start:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(b[start+4:], crc32.Checksum(payload, crcTable))
+	return b
+}
+
+// FirstIndex returns the first index in the log, 0 if it is empty.
+func (s *Store) FirstIndex() (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	return s.first, nil
+}
+
+// LastIndex returns the last index in the log, 0 if it is empty.
+func (s *Store) LastIndex() (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	return s.last, nil
+}
+
+// GetLog reads the entry at index into l.
+func (s *Store) GetLog(index uint64, l *raft.Log) error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	if s.last == 0 || index < s.first || index > s.last {
+		s.mu.RUnlock()
+		return raft.ErrLogNotFound
+	}
+	i, found := slices.BinarySearchFunc(s.segs, index, func(seg *segment, idx uint64) int {
+		switch {
+		case seg.base > idx:
+			return 1
+		case seg.base < idx:
+			return -1
+		}
+		return 0
+	})
+	if !found {
+		i--
+	}
+	seg := s.segs[i]
+	off, end := seg.recordAt(index)
+	buf := make([]byte, end-off)
+	_, err := seg.f.ReadAt(buf, off)
+	s.mu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("raftlog: read index %d: %w", index, err)
+	}
+	if _, err := decodeRecord(buf, l, false); err != nil {
+		return fmt.Errorf("%w: index %d: %v", ErrCorrupt, index, err)
+	}
+	if l.Index != index {
+		return fmt.Errorf("%w: index %d holds %d", ErrCorrupt, index, l.Index)
+	}
+	return nil
+}
+
+// StoreLog stores one entry.
+func (s *Store) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
+
+// StoreLogs appends entries, which must follow the last one stored (any
+// index may start an empty log), and returns once they are on disk.
+func (s *Store) StoreLogs(logs []*raft.Log) error {
+	if len(logs) == 0 {
+		return nil
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.RLock()
+	closed, last := s.closed, s.last
+	var tail *segment
+	if n := len(s.segs); n > 0 {
+		tail = s.segs[n-1]
+	}
+	s.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	next := logs[0].Index
+	if next == 0 || (last != 0 && next != last+1) {
+		return fmt.Errorf("raftlog: entry %d does not follow %d", next, last)
+	}
+	for i, l := range logs {
+		if l.Index != next+uint64(i) {
+			return fmt.Errorf("raftlog: entries not consecutive at %d", l.Index)
+		}
+	}
+	if last == 0 && s.metaFirst > next {
+		// An emptied log starting again below its recorded first index.
+		if err := writeMeta(s.dir, next); err != nil {
+			return err
+		}
+		s.metaFirst = next
+	}
+	newSeg := false
+	if tail == nil || last == 0 || tail.size >= s.segSize {
+		var err error
+		if tail, err = s.createSegment(next); err != nil {
+			return err
+		}
+		newSeg = true
+	}
+	b := s.buf[:0]
+	offs := make([]int64, 0, len(logs))
+	for _, l := range logs {
+		offs = append(offs, tail.size+int64(len(b)))
+		b = appendRecord(b, l)
+	}
+	if cap(b) <= 1<<20 {
+		s.buf = b
+	}
+	if _, err := tail.f.WriteAt(b, tail.size); err != nil {
+		tail.f.Truncate(tail.size)
+		return fmt.Errorf("raftlog: append: %w", err)
+	}
+	if err := fdatasync(tail.f); err != nil {
+		return fmt.Errorf("raftlog: append: %w", err)
+	}
+	s.mu.Lock()
+	if newSeg {
+		s.segs = append(s.segs, tail)
+	}
+	tail.offs = append(tail.offs, offs...)
+	tail.size += int64(len(b))
+	if s.last == 0 {
+		s.first = next
+	}
+	s.last = logs[len(logs)-1].Index
+	s.mu.Unlock()
+	return nil
+}
+
+// createSegment creates the segment file for base, durable with its
+// directory entry, but does not add it to the store.
+func (s *Store) createSegment(base uint64) (*segment, error) {
+	path := s.segPath(base)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	var h [headerSize]byte
+	copy(h[:], segMagic[:])
+	binary.LittleEndian.PutUint64(h[8:], base)
+	if _, err := f.WriteAt(h[:], 0); err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = syncDir(s.dir)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("raftlog: new segment: %w", err)
+	}
+	return &segment{base: base, f: f, size: headerSize}, nil
+}
+
+// DeleteRange deletes the entries from min to max inclusive. raft deletes
+// either a prefix (compaction) or a suffix (conflicting entries); a range
+// strictly inside the log is refused.
+func (s *Store) DeleteRange(min, max uint64) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.RLock()
+	closed, first, last := s.closed, s.first, s.last
+	s.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	if last == 0 || min > max || max < first || min > last {
+		return nil
+	}
+	switch {
+	case min <= first:
+		// A prefix, perhaps all of it. The new first index is durable
+		// before any file goes, so that a crash never brings a deleted
+		// entry back.
+		if err := writeMeta(s.dir, max+1); err != nil {
+			return err
+		}
+		s.metaFirst = max + 1
+		s.mu.Lock()
+		var drop []*segment
+		if max >= last {
+			drop, s.segs = s.segs, nil
+			s.first, s.last = 0, 0
+		} else {
+			for len(s.segs) > 0 && s.segs[0].lastIndex() <= max {
+				drop = append(drop, s.segs[0])
+				s.segs = s.segs[1:]
+			}
+			s.first = max + 1
+		}
+		s.mu.Unlock()
+		return s.removeSegs(drop)
+	case max >= last:
+		// A suffix: whole segments from the back, then the segment that
+		// holds min is cut, all durable before StoreLogs writes after it.
+		s.mu.Lock()
+		var drop []*segment
+		for len(s.segs) > 0 && s.segs[len(s.segs)-1].base >= min {
+			drop = append(drop, s.segs[len(s.segs)-1])
+			s.segs = s.segs[:len(s.segs)-1]
+		}
+		var cut *segment
+		var cutAt int64
+		if n := len(s.segs); n > 0 && s.segs[n-1].lastIndex() >= min {
+			cut = s.segs[n-1]
+			cutAt, _ = cut.recordAt(min)
+			cut.offs = cut.offs[:min-cut.base]
+			cut.size = cutAt
+		}
+		s.last = min - 1
+		if len(s.segs) == 0 {
+			s.first, s.last = 0, 0
+		}
+		s.mu.Unlock()
+		if err := s.removeSegs(drop); err != nil {
+			return err
+		}
+		if cut != nil {
+			if err := cut.f.Truncate(cutAt); err != nil {
+				return fmt.Errorf("raftlog: truncate: %w", err)
+			}
+			if err := cut.f.Sync(); err != nil {
+				return fmt.Errorf("raftlog: truncate: %w", err)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("raftlog: cannot delete %d..%d from the middle of %d..%d", min, max, first, last)
+}
+
+// removeSegs closes and removes segs in the order given, then syncs the
+// directory.
+func (s *Store) removeSegs(segs []*segment) error {
+	if len(segs) == 0 {
+		return nil
+	}
+	for _, seg := range segs {
+		seg.f.Close()
+		if err := os.Remove(s.segPath(seg.base)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("raftlog: remove segment: %w", err)
+		}
+	}
+	return syncDir(s.dir)
+}
+
+func (s *Store) closeSegs(segs []*segment) {
+	for _, seg := range segs {
+		seg.f.Close()
+	}
+}
+
+// IsMonotonic tells raft to empty the log after installing a snapshot
+// instead of leaving a gap in it (raft.MonotonicLogStore).
+func (s *Store) IsMonotonic() bool { return true }
+
+// Close closes the files. Further calls fail with ErrClosed.
+func (s *Store) Close() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.closeSegs(s.segs)
+	s.segs = nil
+	return nil
+}
+
+// Set, Get, SetUint64 and GetUint64 are raft's stable store.
+
+func (s *Store) Set(key, val []byte) error { return s.stable.set(string(key), val) }
+
+func (s *Store) Get(key []byte) ([]byte, error) { return s.stable.get(string(key)) }
+
+func (s *Store) SetUint64(key []byte, val uint64) error {
+	return s.stable.set(string(key), binary.BigEndian.AppendUint64(nil, val))
+}
+
+func (s *Store) GetUint64(key []byte) (uint64, error) {
+	v, err := s.stable.get(string(key))
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("%w: stable key %q is not a uint64", ErrCorrupt, key)
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

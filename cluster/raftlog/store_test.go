@@ -1,0 +1,426 @@
+package raftlog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+func open(t *testing.T, dir string, segSize int64) *Store {
+	t.Helper()
+	s, err := Open(dir, Options{SegmentSize: segSize})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func entry(index, term uint64) *raft.Log {
+	return &raft.Log{
+		Index: index, Term: term, Type: raft.LogCommand,
+		Data:       fmt.Appendf(nil, "entry %d of term %d %s", index, term, bytes.Repeat([]byte{'x'}, int(index%50))),
+		AppendedAt: time.Unix(1700000000, int64(index)*1000),
+	}
+}
+
+func entries(from, to, term uint64) []*raft.Log {
+	var ls []*raft.Log
+	for i := from; i <= to; i++ {
+		ls = append(ls, entry(i, term))
+	}
+	return ls
+}
+
+// checkRange asserts that s holds exactly first..last with the given terms.
+func checkRange(t *testing.T, s *Store, first, last uint64, termOf func(uint64) uint64) {
+	t.Helper()
+	f, _ := s.FirstIndex()
+	l, _ := s.LastIndex()
+	if f != first || l != last {
+		t.Fatalf("range %d..%d, want %d..%d", f, l, first, last)
+	}
+	for i := first; i <= last && last != 0; i++ {
+		var got raft.Log
+		if err := s.GetLog(i, &got); err != nil {
+			t.Fatalf("GetLog(%d): %v", i, err)
+		}
+		want := entry(i, termOf(i))
+		if got.Index != want.Index || got.Term != want.Term || got.Type != want.Type ||
+			!bytes.Equal(got.Data, want.Data) || !got.AppendedAt.Equal(want.AppendedAt) || got.Extensions != nil {
+			t.Fatalf("GetLog(%d) = %+v, want %+v", i, got, want)
+		}
+	}
+	var got raft.Log
+	for _, i := range []uint64{first - 1, last + 1} {
+		if i == 0 {
+			continue
+		}
+		if err := s.GetLog(i, &got); !errors.Is(err, raft.ErrLogNotFound) {
+			t.Fatalf("GetLog(%d) outside the log: %v", i, err)
+		}
+	}
+}
+
+func term1(uint64) uint64 { return 1 }
+
+// appendChunks stores from..to in appends of 5 entries, so that a small
+// segment size spreads them over several segments.
+func appendChunks(t *testing.T, s *Store, from, to, term uint64) {
+	t.Helper()
+	for i := from; i <= to; i += 5 {
+		if err := s.StoreLogs(entries(i, min(i+4, to), term)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestStoreAppendReadReopen(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 512) // a few entries per segment
+	checkRange(t, s, 0, 0, term1)
+	if err := s.StoreLogs(entries(1, 40, 1)); err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(41); i <= 100; i++ {
+		if err := s.StoreLog(entry(i, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkRange(t, s, 1, 100, term1)
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	if len(segs) < 5 {
+		t.Fatalf("%d segments, want several with a 512-byte segment size", len(segs))
+	}
+	if err := s.StoreLog(entry(102, 1)); err == nil {
+		t.Fatal("an entry after a gap was stored")
+	}
+	if err := s.StoreLog(entry(100, 1)); err == nil {
+		t.Fatal("an entry below the last was stored")
+	}
+	s.Close()
+	if err := s.StoreLog(entry(101, 1)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("StoreLog after Close: %v", err)
+	}
+	s = open(t, dir, 512)
+	checkRange(t, s, 1, 100, term1)
+	if err := s.StoreLog(entry(101, 1)); err != nil {
+		t.Fatal(err)
+	}
+	checkRange(t, s, 1, 101, term1)
+}
+
+// The case raft-wal v0.4.0 fails: raft truncates the suffix (a follower
+// dropping a deposed leader's entries), appends the new leader's, and the
+// node restarts.
+func TestStoreSuffixTruncationThenReopen(t *testing.T) {
+	for _, segSize := range []int64{DefaultSegmentSize, 600} {
+		t.Run(fmt.Sprint(segSize), func(t *testing.T) {
+			dir := t.TempDir()
+			s := open(t, dir, segSize)
+			appendChunks(t, s, 1, 60, 1)
+			if err := s.DeleteRange(31, 60); err != nil {
+				t.Fatal(err)
+			}
+			termOf := func(i uint64) uint64 {
+				if i > 30 {
+					return 2
+				}
+				return 1
+			}
+			checkRange(t, s, 1, 30, termOf)
+			if err := s.StoreLogs(entries(31, 45, 2)); err != nil {
+				t.Fatal(err)
+			}
+			checkRange(t, s, 1, 45, termOf)
+			s.Close()
+			s = open(t, dir, segSize)
+			checkRange(t, s, 1, 45, termOf)
+			if err := s.StoreLogs(entries(46, 50, 2)); err != nil {
+				t.Fatal(err)
+			}
+			checkRange(t, s, 1, 50, termOf)
+		})
+	}
+}
+
+func TestStorePrefixDeletionSurvivesReopen(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 600)
+	appendChunks(t, s, 1, 80, 1)
+	before, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	if err := s.DeleteRange(1, 37); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	if len(after) >= len(before) {
+		t.Fatalf("segments %d before and %d after compaction", len(before), len(after))
+	}
+	checkRange(t, s, 38, 80, term1)
+	s.Close()
+	// Entries 1..37 that share a segment with 38 are still on disk, but
+	// the log starts at 38.
+	s = open(t, dir, 600)
+	checkRange(t, s, 38, 80, term1)
+}
+
+// After an installed snapshot raft empties the log (the store is
+// monotonic) and starts again past the snapshot, perhaps below the old
+// last index.
+func TestStoreDeleteAllThenRestartElsewhere(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 600)
+	appendChunks(t, s, 1, 50, 1)
+	if !s.IsMonotonic() {
+		t.Fatal("the store must be monotonic")
+	}
+	if err := s.DeleteRange(1, 50); err != nil {
+		t.Fatal(err)
+	}
+	checkRange(t, s, 0, 0, term1)
+	if segs, _ := filepath.Glob(filepath.Join(dir, "*.seg")); len(segs) != 0 {
+		t.Fatalf("segments left: %v", segs)
+	}
+	if err := s.StoreLogs(entries(41, 45, 3)); err != nil { // below the deleted 50
+		t.Fatal(err)
+	}
+	termOf := func(uint64) uint64 { return 3 }
+	checkRange(t, s, 41, 45, termOf)
+	s.Close()
+	s = open(t, dir, 600)
+	checkRange(t, s, 41, 45, termOf)
+	if err := s.DeleteRange(41, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StoreLogs(entries(200, 210, 3)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, dir, 600)
+	checkRange(t, s, 200, 210, termOf)
+}
+
+func TestStoreDeleteFromMiddleRefused(t *testing.T) {
+	s := open(t, t.TempDir(), 0)
+	if err := s.StoreLogs(entries(1, 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRange(3, 5); err == nil {
+		t.Fatal("deleting from the middle succeeded")
+	}
+	checkRange(t, s, 1, 10, term1)
+}
+
+// A crash during an append leaves part of a record at the end of the last
+// segment: opening drops it, and appending goes on from there.
+func TestStoreTornTail(t *testing.T) {
+	for _, cut := range []int{1, 4, 9, 20} {
+		t.Run(fmt.Sprint(cut), func(t *testing.T) {
+			dir := t.TempDir()
+			s := open(t, dir, 0)
+			if err := s.StoreLogs(entries(1, 10, 1)); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			rec := appendRecord(nil, entry(11, 1))
+			seg := filepath.Join(dir, fmt.Sprintf("%020d.seg", 1))
+			f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write(rec[:len(rec)-cut])
+			f.Close()
+			s = open(t, dir, 0)
+			checkRange(t, s, 1, 10, term1)
+			if err := s.StoreLogs(entries(11, 12, 1)); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			s = open(t, dir, 0)
+			checkRange(t, s, 1, 12, term1)
+		})
+	}
+}
+
+func TestStoreCorruptionBeforeTheTailFails(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 600)
+	appendChunks(t, s, 1, 60, 1)
+	s.Close()
+	seg := filepath.Join(dir, fmt.Sprintf("%020d.seg", 1))
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[headerSize+recordHead+20] ^= 0xff
+	if err := os.WriteFile(seg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{SegmentSize: 600}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("open with a damaged first segment: %v", err)
+	}
+}
+
+// A crash in the middle of a suffix deletion, after the later segments were
+// removed but before the cut: the log is the old one's prefix.
+func TestStoreSegmentsMustFollow(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 600)
+	appendChunks(t, s, 1, 60, 1)
+	s.Close()
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	slices.Sort(segs)
+	if len(segs) < 3 {
+		t.Fatalf("%d segments", len(segs))
+	}
+	// Removing the last segment (what a suffix deletion does first)
+	// leaves a valid shorter log.
+	os.Remove(segs[len(segs)-1])
+	s = open(t, dir, 600)
+	last, _ := s.LastIndex()
+	if last == 0 || last >= 60 {
+		t.Fatalf("last index %d after removing the last segment", last)
+	}
+	checkRange(t, s, 1, last, term1)
+	s.Close()
+	// A hole in the middle is not a log.
+	os.Remove(segs[1])
+	if _, err := Open(dir, Options{SegmentSize: 600}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("open with a missing middle segment: %v", err)
+	}
+}
+
+func TestStable(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 0)
+	if _, err := s.GetUint64([]byte("CurrentTerm")); err == nil || err.Error() != "not found" {
+		t.Fatalf("missing key: %v (raft wants the text \"not found\")", err)
+	}
+	if _, err := s.Get([]byte("LastVoteCand")); err == nil || err.Error() != "not found" {
+		t.Fatalf("missing key: %v", err)
+	}
+	if err := s.SetUint64([]byte("CurrentTerm"), 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set([]byte("LastVoteCand"), []byte("node-b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetUint64([]byte("CurrentTerm"), 8); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, dir, 0)
+	if v, err := s.GetUint64([]byte("CurrentTerm")); err != nil || v != 8 {
+		t.Fatalf("CurrentTerm = %d, %v", v, err)
+	}
+	if v, err := s.Get([]byte("LastVoteCand")); err != nil || string(v) != "node-b" {
+		t.Fatalf("LastVoteCand = %q, %v", v, err)
+	}
+	// A damaged stable file is an error, not an empty store (which would
+	// let the node vote twice in one term).
+	p := filepath.Join(dir, "stable")
+	b, _ := os.ReadFile(p)
+	b[len(b)-1] ^= 1
+	os.WriteFile(p, b, 0o644)
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("open with a damaged stable file: %v", err)
+	}
+}
+
+// TestStoreAgainstModel drives the store and raft's in-memory store with
+// the same random appends, suffix and prefix deletions and reopens, and
+// compares them after every step.
+func TestStoreAgainstModel(t *testing.T) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 99))
+			dir := t.TempDir()
+			segSize := int64(300 + rng.IntN(3000))
+			s := open(t, dir, segSize)
+			model := raft.NewInmemStore()
+			term := uint64(1)
+			for step := 0; step < 400; step++ {
+				first, _ := model.FirstIndex()
+				last, _ := model.LastIndex()
+				switch op := rng.IntN(10); {
+				case op < 6: // append
+					n := uint64(1 + rng.IntN(20))
+					from := last + 1
+					if last == 0 {
+						from = 1 + uint64(rng.IntN(500))
+					}
+					ls := entries(from, from+n-1, term)
+					if err := s.StoreLogs(ls); err != nil {
+						t.Fatal(err)
+					}
+					model.StoreLogs(ls)
+				case op == 6 && last > 0: // suffix
+					min := first + uint64(rng.IntN(int(last-first+1)))
+					if err := s.DeleteRange(min, last); err != nil {
+						t.Fatal(err)
+					}
+					model.DeleteRange(min, last)
+					term++
+				case op == 7 && last > 0: // prefix, sometimes all of it
+					max := first + uint64(rng.IntN(int(last-first+2)))
+					if err := s.DeleteRange(first, max); err != nil {
+						t.Fatal(err)
+					}
+					model.DeleteRange(first, max)
+				case op == 8:
+					s.Close()
+					s = open(t, dir, segSize)
+				}
+				compareModel(t, s, model)
+			}
+		})
+	}
+}
+
+func compareModel(t *testing.T, s *Store, model *raft.InmemStore) {
+	t.Helper()
+	mf, _ := model.FirstIndex()
+	ml, _ := model.LastIndex()
+	if ml < mf { // the in-memory store keeps stale bounds once emptied
+		mf, ml = 0, 0
+	}
+	f, _ := s.FirstIndex()
+	l, _ := s.LastIndex()
+	if f != mf || l != ml {
+		t.Fatalf("range %d..%d, model %d..%d", f, l, mf, ml)
+	}
+	for i := f; i <= l && l != 0; i++ {
+		var got, want raft.Log
+		if err := s.GetLog(i, &got); err != nil {
+			t.Fatalf("GetLog(%d): %v", i, err)
+		}
+		model.GetLog(i, &want)
+		if got.Term != want.Term || !bytes.Equal(got.Data, want.Data) {
+			t.Fatalf("index %d: term %d, model %d", i, got.Term, want.Term)
+		}
+	}
+}
+
+func BenchmarkStoreLogs(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	data := bytes.Repeat([]byte{'x'}, 2000) // a batch of ~30 lock commands
+	next := uint64(1)
+	for b.Loop() {
+		if err := s.StoreLogs([]*raft.Log{{Index: next, Term: 1, Type: raft.LogCommand, Data: data}}); err != nil {
+			b.Fatal(err)
+		}
+		next++
+	}
+}

@@ -1,0 +1,17 @@
+package raftlog
+
+import (
+	"os"
+	"syscall"
+)
+
+// fdatasync flushes f's data and the metadata needed to read it (its
+// size), not its timestamps.
+func fdatasync(f *os.File) error {
+	for {
+		err := syscall.Fdatasync(int(f.Fd()))
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
