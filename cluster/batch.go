@@ -40,6 +40,8 @@ type applyFunc func(data []byte, timeout time.Duration) raft.ApplyFuture
 type proposal struct {
 	env  []byte       // its version-1 envelope, time stamp included
 	done chan outcome // buffered: the answer never waits for the caller
+	// cb, if set, takes the answer instead of done (submit).
+	cb func(outcome)
 	// Under proposer.mu:
 	taken     bool // in an entry handed to raft
 	abandoned bool // its caller gave up before it was taken
@@ -139,6 +141,36 @@ func (p *proposer) propose(ctx context.Context, env []byte) (fsm.Result, error) 
 	}
 }
 
+// submit queues env and returns at once; cb gets the outcome, exactly
+// once, on one of the proposer's goroutines (so it must not block). It is
+// never abandoned: raft answers every proposed entry (when leadership is
+// lost or raft shuts down at the latest), and commands still queued when
+// the proposer stops get ErrNotLeader.
+func (p *proposer) submit(env []byte, cb func(outcome)) {
+	pr := &proposal{env: env, cb: cb}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		cb(outcome{err: ErrNotLeader})
+		return
+	}
+	p.queue = append(p.queue, pr)
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// deliver hands pr its outcome.
+func (pr *proposal) deliver(o outcome) {
+	if pr.cb != nil {
+		pr.cb(o)
+		return
+	}
+	pr.done <- o
+}
+
 // take removes the next entry's worth of proposals from the queue.
 func (p *proposer) take() []*proposal {
 	p.mu.Lock()
@@ -176,7 +208,7 @@ func (p *proposer) flushLoop() {
 		p.queue = nil
 		p.mu.Unlock()
 		for _, pr := range left {
-			pr.done <- outcome{err: ErrNotLeader} // never proposed
+			pr.deliver(outcome{err: ErrNotLeader}) // never proposed
 		}
 		close(p.inflight)
 	}()
@@ -237,27 +269,27 @@ func answer(props []*proposal, resp interface{}, err error) {
 	if err != nil {
 		err = proposeError(err)
 		for _, pr := range props {
-			pr.done <- outcome{err: err}
+			pr.deliver(outcome{err: err})
 		}
 		return
 	}
 	switch r := resp.(type) {
 	case fsm.Result:
 		if len(props) == 1 {
-			props[0].done <- outcome{res: r}
+			props[0].deliver(outcome{res: r})
 			return
 		}
 	case []fsm.Result:
 		if len(r) == len(props) {
 			for i, pr := range props {
-				pr.done <- outcome{res: r[i]}
+				pr.deliver(outcome{res: r[i]})
 			}
 			return
 		}
 	}
 	// Not what this node's state machine returns: applied, result unknown.
 	for _, pr := range props {
-		pr.done <- outcome{err: ErrUnknownOutcome}
+		pr.deliver(outcome{err: ErrUnknownOutcome})
 	}
 }
 

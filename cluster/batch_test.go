@@ -346,3 +346,79 @@ func TestProposerStop(t *testing.T) {
 	l.release()
 	<-p.done
 }
+
+// TestProposerSubmit: callers that do not wait (submit, the event loop's
+// writes) share entries with waiting ones, and each callback gets its own
+// command's outcome exactly once, including at stop.
+func TestProposerSubmit(t *testing.T) {
+	l := newFakeLog()
+	l.hold = true
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	p := newProposer(l.apply, time.Second, 1, stop)
+	p.start(&wg)
+
+	type got struct {
+		want string
+		o    outcome
+	}
+	results := make(chan got, 100)
+	submit := func(s string) { p.submit(envFor(s), func(o outcome) { results <- got{s, o} }) }
+	submit("first")
+	<-l.next // in flight; the next ones wait and share an entry
+	waited := make(chan error, 1)
+	go func() {
+		res, err := p.propose(context.Background(), envFor("waiting"))
+		if err == nil && string(res.Reply.Str) != "waiting" {
+			err = fmt.Errorf("got %q", res.Reply.Str)
+		}
+		waited <- err
+	}()
+	for i := 0; i < 10; i++ {
+		submit(fmt.Sprint("cmd", i))
+	}
+	waitQueued(t, p, 11)
+	l.release()
+	for i := 0; i < 11; i++ {
+		r := <-results
+		if r.o.err != nil || string(r.o.res.Reply.Str) != r.want {
+			t.Fatalf("%s: %q, %v", r.want, r.o.res.Reply.Str, r.o.err)
+		}
+	}
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	if entries, commands := l.count(); entries != 2 || commands != 12 {
+		t.Fatalf("%d commands in %d entries, want 12 in 2", commands, entries)
+	}
+	<-l.next // the second entry's
+
+	// At stop: the entry in flight is answered by raft, the queued
+	// command was never proposed, a later one is refused at once.
+	l.mu.Lock()
+	l.hold = true
+	l.mu.Unlock()
+	submit("in flight")
+	<-l.next
+	submit("queued")
+	waitQueued(t, p, 1)
+	close(stop)
+	wg.Wait()
+	if r := <-results; r.want != "queued" || !errors.Is(r.o.err, ErrNotLeader) {
+		t.Fatalf("queued at stop: %s %v", r.want, r.o.err)
+	}
+	submit("late")
+	if r := <-results; r.want != "late" || !errors.Is(r.o.err, ErrNotLeader) {
+		t.Fatalf("after stop: %s %v", r.want, r.o.err)
+	}
+	l.release()
+	<-p.done
+	if r := <-results; r.want != "in flight" || r.o.err != nil {
+		t.Fatalf("in flight at stop: %s %v", r.want, r.o.err)
+	}
+	select {
+	case r := <-results:
+		t.Fatalf("a second outcome: %+v", r)
+	default:
+	}
+}

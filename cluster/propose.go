@@ -125,6 +125,40 @@ func (n *Node) ApplyLocal(ctx context.Context, cmd fsm.Command) (fsm.Result, err
 	return n.prop.propose(ctx, AppendEntry(nil, Entry{Time: ts, Cmd: cmd}))
 }
 
+// StartApply proposes cmd without waiting, when this node can: it must be
+// the leader, ready in its term (server.AsyncApplier). done then gets the
+// outcome exactly once, from another goroutine. A refusal that guarantees
+// the command was not applied (leadership lost before it was proposed) is
+// retried through Apply, which forwards to the new leader or waits for one,
+// as a waiting caller's would be. cmd is encoded before StartApply returns.
+// It returns false, having done nothing, when the caller should use Apply
+// instead (a follower, a removed node, a leader not ready yet).
+func (n *Node) StartApply(cmd fsm.Command, done func(fsm.Result, error)) bool {
+	if n.removed() || !n.IsLeader() {
+		return false
+	}
+	ts, ok := n.stamp()
+	if !ok {
+		return false
+	}
+	env := AppendEntry(nil, Entry{Time: ts, Cmd: cmd})
+	n.prop.submit(env, func(o outcome) {
+		if o.err == nil || !retryable(o.err) {
+			done(o.res, o.err)
+			return
+		}
+		go func() {
+			e, err := DecodeEntry(env)
+			if err != nil {
+				done(fsm.Result{}, err)
+				return
+			}
+			done(n.Apply(context.Background(), e.Cmd))
+		}()
+	})
+	return true
+}
+
 // readIndex makes a read on this leader linearizable: it takes the commit
 // index, confirms with a quorum that this node is still the leader, and
 // waits until the state machine has applied up to that index. The leader

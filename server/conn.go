@@ -128,6 +128,10 @@ func (c *conn) run(args [][]byte) {
 		}()
 		c.dispatch(args)
 	}()
+	if c.lc.pending {
+		c.lc.started = start // finished by applied
+		return
+	}
 	c.endCommand(time.Since(start))
 }
 

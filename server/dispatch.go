@@ -172,10 +172,19 @@ func (c *conn) runKeyspace(spec *fsm.Spec, args [][]byte) {
 		err error
 	)
 	if spec.Flags&fsm.Write != 0 {
+		if c.lc.async {
+			c.applyAsync(cmd) // keyspaceReply comes with taskApplied
+			return
+		}
 		res, err = c.srv.backend.Apply(context.Background(), cmd)
 	} else {
 		res, err = c.srv.backend.Read(context.Background(), cmd)
 	}
+	c.keyspaceReply(spec, res, err)
+}
+
+// keyspaceReply answers a keyspace command with its outcome.
+func (c *conn) keyspaceReply(spec *fsm.Spec, res fsm.Result, err error) {
 	if err != nil {
 		c.reply(resp.Err(errorText(err)))
 		return

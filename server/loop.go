@@ -1,6 +1,11 @@
 package server
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/deadbolt/deadbolt/fsm"
+)
 
 // The event loop's types that the rest of the server names; the loop
 // itself is in loop_linux.go.
@@ -8,29 +13,37 @@ import "sync/atomic"
 type taskKind uint8
 
 const (
-	taskAdd    taskKind = iota // register a new connection
-	taskWrite                  // write queued output (pub/sub)
-	taskResume                 // a busy command finished
-	taskKill                   // close the connection
-	taskStop                   // the server is closing: close everything, exit
-	taskCall                   // run fn on the loop (tests inspect its state)
+	taskAdd     taskKind = iota // register a new connection
+	taskWrite                   // write queued output (pub/sub)
+	taskResume                  // a busy command finished
+	taskKill                    // close the connection
+	taskStop                    // the server is closing: close everything, exit
+	taskCall                    // run fn on the loop (tests inspect its state)
+	taskApplied                 // an asynchronous write's outcome (res, err)
 )
 
 type loopTask struct {
 	kind taskKind
 	c    *conn
 	fn   func()
+	res  fsm.Result
+	err  error
 }
 
 // loopConn is a connection's event loop state.
 type loopConn struct {
-	lp      *eventLoop
-	fd      int    // the socket; never changes, closed once
-	wbuf    []byte // output taken from out, not yet accepted by the socket
-	woff    int    // how much of wbuf has been written
-	busy    bool   // a mayBlock command runs on its own goroutine
-	dirty   bool   // in lp.dirty
-	wantOut bool   // the socket was full: waiting for EPOLLOUT
+	lp   *eventLoop
+	fd   int    // the socket; never changes, closed once
+	wbuf []byte // output taken from out, not yet accepted by the socket
+	woff int    // how much of wbuf has been written
+	busy bool   // a command runs on its own goroutine, or waits for its write
+	// async: the command being dispatched may start its write with the
+	// backend's StartApply; pending: it did, and the connection is busy
+	// until taskApplied, which finishes the command begun at started.
+	async, pending bool
+	started        time.Time
+	dirty          bool // in lp.dirty
+	wantOut        bool // the socket was full: waiting for EPOLLOUT
 	// throttled: more than maxPendingOutput unwritten, requests wait.
 	throttled bool
 	eof       bool   // the client shut down its sending side

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/deadbolt/deadbolt/fsm"
 	"github.com/deadbolt/deadbolt/resp"
 )
 
@@ -31,6 +33,7 @@ import (
 // (pub/sub messages), a busy command's end, a connection to close.
 type eventLoop struct {
 	s      *Server
+	async  AsyncApplier // the backend, if its writes wait (the cluster)
 	epfd   int
 	wakefd int // eventfd that wakes epoll_wait for posted tasks
 
@@ -64,6 +67,7 @@ func newEventLoop(s *Server) (*eventLoop, error) {
 		return nil, errno
 	}
 	l := &eventLoop{s: s, epfd: epfd, wakefd: int(r), conns: make(map[int32]*conn)}
+	l.async, _ = s.backend.(AsyncApplier)
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(l.wakefd)}
 	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.wakefd, &ev); err != nil {
 		syscall.Close(epfd)
@@ -215,6 +219,12 @@ func (l *eventLoop) runTasks() bool {
 			if !c.lc.closed {
 				l.process(c)
 			}
+		case taskApplied:
+			c.lc.busy, c.lc.pending = false, false
+			if !c.lc.closed {
+				c.applied(t.res, t.err)
+				l.process(c)
+			}
 		case taskKill:
 			l.close(c)
 		case taskCall:
@@ -275,7 +285,11 @@ func (l *eventLoop) process(c *conn) {
 		}
 		c.touch(l.now)
 		c.srv.stats.commands.Add(1)
-		if cs, ok := lookupConn(args[0]); ok && cs.flags&mayBlock != 0 && c.multi == nil {
+		cs, isConn := lookupConn(args[0])
+		if isConn && cs.flags&mayBlock != 0 && c.multi == nil || l.async != nil && !c.asyncWrite(isConn, args) {
+			// A command that may wait: WAIT, DEBUG SLEEP, and with a
+			// backend whose commands wait (the cluster) anything but a
+			// write that can start with StartApply.
 			c.lc.busy = true
 			l.s.wg.Add(1)
 			go func() {
@@ -285,13 +299,52 @@ func (l *eventLoop) process(c *conn) {
 			}()
 			break
 		}
+		c.lc.async = l.async != nil
 		c.run(args)
+		c.lc.async = false
 		if c.outLen()+len(c.lc.wbuf)-c.lc.woff > maxPendingOutput {
 			c.lc.throttled = true // write lifts it once the output drains
 		}
 	}
 	l.markDirty(c)
 	l.updateInterest(c)
+}
+
+// asyncWrite reports whether a request is a keyspace write outside MULTI,
+// which the event loop starts with the backend's StartApply.
+func (c *conn) asyncWrite(isConn bool, args [][]byte) bool {
+	if isConn || c.multi != nil {
+		return false
+	}
+	spec, ok := fsm.Lookup(args[0])
+	return ok && spec.Flags&(fsm.Write|fsm.Internal) == fsm.Write
+}
+
+// applyAsync starts a write (runKeyspace on an AsyncApplier's loop): the
+// connection is busy until its outcome comes back as taskApplied. A
+// backend that cannot start it without waiting gets it on a goroutine.
+func (c *conn) applyAsync(cmd fsm.Command) {
+	l := c.lc.lp
+	c.lc.busy, c.lc.pending = true, true
+	done := func(res fsm.Result, err error) {
+		l.post(loopTask{kind: taskApplied, c: c, res: res, err: err})
+	}
+	if l.async.StartApply(cmd, done) {
+		return
+	}
+	// The request's arguments stay valid meanwhile: the reader's arena
+	// is reused only for the connection's next request.
+	l.s.wg.Add(1)
+	go func() {
+		defer l.s.wg.Done()
+		done(c.srv.backend.Apply(context.Background(), cmd))
+	}()
+}
+
+// applied finishes a write that applyAsync started.
+func (c *conn) applied(res fsm.Result, err error) {
+	c.keyspaceReply(c.adm.spec, res, err)
+	c.endCommand(time.Since(c.lc.started))
 }
 
 // updateInterest registers for what c can use now: reads unless the

@@ -5,6 +5,8 @@ package server
 import (
 	"errors"
 	"net"
+
+	"github.com/deadbolt/deadbolt/fsm"
 )
 
 // eventLoop does not exist without epoll: every connection has a
@@ -17,3 +19,4 @@ func newEventLoop(*Server) (*eventLoop, error) { return nil, errNoLoop }
 func (*eventLoop) run()                        {}
 func (*eventLoop) post(loopTask)               {}
 func detach(net.Conn) (int, error)             { return -1, errNoLoop }
+func (*conn) applyAsync(fsm.Command)           {}

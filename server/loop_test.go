@@ -103,6 +103,9 @@ func TestEventLoopLargeReply(t *testing.T) {
 // A task posted while the loop is collecting the previous ones, and the
 // next task after it, both wake the loop.
 func TestEventLoopPostDuringDrain(t *testing.T) {
+	// Registered first, so it runs after the server's cleanup has stopped
+	// the loop that reads the hook.
+	t.Cleanup(func() { testHookDrained = nil })
 	s := newTestServer(t)
 	c := dial(t, s.addr)
 	c.must(status("PONG"), "ping")
@@ -117,7 +120,6 @@ func TestEventLoopPostDuringDrain(t *testing.T) {
 			<-done
 		})
 	}
-	t.Cleanup(func() { testHookDrained = nil })
 	// DEBUG SLEEP ends on a goroutine of its own, which posts to the loop.
 	for i := 0; i < 3; i++ {
 		c.send("debug", "sleep", "0")

@@ -252,12 +252,30 @@ type Synchronous interface {
 	Synchronous() bool
 }
 
+// AsyncApplier is implemented by backends whose writes wait for
+// replication (the cluster node). Their connections are served by the
+// event loop too: a write outside MULTI starts with StartApply and its
+// connection waits, without a goroutine, for done; every other command of
+// theirs, which may wait inside the backend, runs on a goroutine of its
+// own while its connection waits.
+type AsyncApplier interface {
+	// StartApply begins applying cmd and reports whether it could without
+	// waiting; if so, done is called exactly once, from another
+	// goroutine, with the outcome. cmd's arguments are not used after
+	// StartApply returns.
+	StartApply(cmd fsm.Command, done func(fsm.Result, error)) bool
+}
+
 // eventLoopLocked returns the event loop, starting it the first time,
 // and the socket of nc taken over for it; nil without a loop. s.mu held.
 func (s *Server) eventLoopLocked(nc net.Conn) (*eventLoop, int) {
 	if s.loop == nil {
 		sb, ok := s.backend.(Synchronous)
-		if s.noLoop || s.loopFailed || !ok || !sb.Synchronous() {
+		ok = ok && sb.Synchronous()
+		if _, async := s.backend.(AsyncApplier); async {
+			ok = true
+		}
+		if s.noLoop || s.loopFailed || !ok {
 			return nil, -1
 		}
 		lp, err := newEventLoop(s)
