@@ -22,8 +22,8 @@ type asyncBackend struct {
 	*cluster.Local
 	delay   time.Duration
 	refuse  atomic.Bool
-	started atomic.Int64 // StartApply calls that accepted
-	applied atomic.Int64 // Apply calls
+	started atomic.Int64  // StartApply calls that accepted
+	applied atomic.Int64  // Apply calls
 	release chan struct{} // if set, accepted writes wait for it
 }
 
