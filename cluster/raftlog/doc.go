@@ -16,11 +16,18 @@
 //
 //	00000000000000000001.seg   segments, named by the index of their first entry
 //	00000000000000004711.seg
+//	spare.tmp                  the next segment, zero-filled in the background
 //	meta                       the first index the log still holds (written on compaction)
 //	stable                     raft's stable store: current term, last vote
 //
-// A segment starts with a 16-byte header (magic, version, the base index)
-// followed by records, one per entry:
+// Segments are files of a fixed size (16 MiB) written full of zeros before
+// they are used, so that an append rewrites data blocks and changes no
+// metadata: its fdatasync then flushes only the data (on the benchmark
+// machine 165 µs instead of 257 µs, with a third less CPU). An append that
+// does not fit starts the next segment; one larger than a segment grows
+// its file. A segment starts with a 16-byte header (magic, version, the
+// base index), written with its first records, followed by records, one
+// per entry, and zeros:
 //
 //	u32 length of the payload, little-endian
 //	u32 CRC-32C of the payload
@@ -34,16 +41,21 @@
 //
 // # Crashes
 //
-// An append writes the records at the end of the last segment and then
-// fdatasyncs; raft is told the entries are stored only after that. On
-// opening, every segment is read and checked: a record that is cut short or
-// fails its CRC ends the log if it is in the last segment (the tail of an
-// append that never completed, so never acknowledged) and is truncated away;
-// in any other segment it is corruption and opening fails.
+// An append writes the records after the last one and then fdatasyncs;
+// raft is told the entries are stored only after that. Records end at a
+// zero length. On opening, every segment is read and checked: a record that
+// is cut short or fails its CRC ends the log if it is in the last segment
+// (the tail of an append that never completed, so never acknowledged) and
+// is overwritten with zeros, as is anything else after it; in any other
+// segment it is corruption and opening fails, as is anything but zeros
+// after a segment's last record. So only zeros ever follow the last record,
+// and nothing left of an old write can read as a record again. A last
+// segment whose header is not there (the crash came before its first
+// append was synced) held nothing acknowledged and is dropped.
 //
 // Deleting a suffix (a follower dropping a deposed leader's entries) removes
-// whole segments from the last one backwards, then truncates the segment
-// that held the first deleted entry and fsyncs it, all before raft stores the
+// whole segments from the last one backwards, then zeroes the deleted
+// records of the segment that held the first of them and fsyncs it, all before raft stores the
 // replacement entries, so a crash at any point leaves a prefix of the old
 // log and never old entries after new ones. Deleting a prefix (compaction)
 // first records the new first index in meta (written to a temporary file,

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -25,8 +26,15 @@ const (
 	// maxRecord bounds one record's payload, so that a damaged length field
 	// cannot make opening allocate without limit.
 	maxRecord = 1 << 30
-	// DefaultSegmentSize is the size past which appends go to a new segment.
-	DefaultSegmentSize = 64 << 20
+	// DefaultSegmentSize is the size of a segment file. A segment is
+	// written full of zeros before it is used, so that an append changes
+	// no file metadata and its fdatasync has only the data to flush
+	// (measured on the benchmark machine: 165 µs against 257 µs for an
+	// append that grows the file, and 92 against 132 µs of CPU).
+	DefaultSegmentSize = 16 << 20
+	// spareName is the zero-filled file made ready, in the background,
+	// to become the next segment.
+	spareName = "spare.tmp"
 )
 
 var (
@@ -42,8 +50,9 @@ var (
 
 // Options tune a Store. The zero value is the default.
 type Options struct {
-	// SegmentSize is the size past which a new segment is started
-	// (DefaultSegmentSize if 0).
+	// SegmentSize is the size of a segment file (DefaultSegmentSize if
+	// 0). An append that does not fit in the current segment starts a new
+	// one; an append larger than a segment grows its file.
 	SegmentSize int64
 }
 
@@ -55,6 +64,11 @@ type Store struct {
 
 	wmu sync.Mutex // held by StoreLogs and DeleteRange for their whole run
 	buf []byte     // encoding buffer, under wmu
+	// spare delivers the next segment's file, zero-filled by a goroutine
+	// started when the previous one was taken (under wmu).
+	spare    chan spareFile
+	spareRun sync.WaitGroup
+	stopping atomic.Bool // Close: a spare being made is given up
 	// metaFirst is the first index recorded in meta, under wmu.
 	metaFirst uint64
 
@@ -70,7 +84,13 @@ type segment struct {
 	base uint64
 	f    *os.File
 	offs []int64 // offs[i] is where the record of index base+i starts
-	size int64   // end of the last record
+	size int64   // end of the last record; only zeros follow it
+	cap  int64   // the file's length
+}
+
+type spareFile struct {
+	f   *os.File
+	err error
 }
 
 func (s *segment) lastIndex() uint64 { return s.base + uint64(len(s.offs)) - 1 }
@@ -104,11 +124,52 @@ func Open(dir string, opts Options) (*Store, error) {
 	if s.metaFirst, err = readMeta(filepath.Join(dir, "meta")); err != nil {
 		return nil, err
 	}
+	if err := os.Remove(filepath.Join(dir, spareName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
 	if err := s.load(); err != nil {
 		s.closeSegs(s.segs)
 		return nil, err
 	}
+	s.prepareSpare()
 	return s, nil
+}
+
+// prepareSpare starts zero-filling the next segment's file.
+func (s *Store) prepareSpare() {
+	s.spare = make(chan spareFile, 1)
+	s.spareRun.Add(1)
+	go func() {
+		defer s.spareRun.Done()
+		f, err := zeroFile(filepath.Join(s.dir, spareName), s.segSize, &s.stopping)
+		s.spare <- spareFile{f, err}
+	}()
+}
+
+// zeroFile creates path holding size zero bytes, on disk, unless stop is
+// set meanwhile.
+func zeroFile(path string, size int64, stop *atomic.Bool) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	zeros := make([]byte, 1<<20)
+	for off := int64(0); off < size && err == nil; off += int64(len(zeros)) {
+		if stop.Load() {
+			err = ErrClosed
+			break
+		}
+		_, err = f.WriteAt(zeros[:min(int64(len(zeros)), size-off)], off)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	return f, nil
 }
 
 func (s *Store) load() error {
@@ -177,32 +238,39 @@ func (s *Store) segPath(base uint64) string {
 	return filepath.Join(s.dir, fmt.Sprintf("%020d%s", base, segSuffix))
 }
 
-// openSegment reads and checks one segment. In the last segment a damaged
-// tail is cut off; elsewhere it is an error.
+// openSegment reads and checks one segment. Its records end at a zero
+// length, or at the end of the file. In the last segment a damaged record
+// is the remains of an append that never completed: it and what follows
+// are zeroed. In any other segment it is an error, as is anything but
+// zeros after the end.
 func (s *Store) openSegment(base uint64, isLast bool) (*segment, error) {
 	path := s.segPath(base)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
+	fail := func(format string, a ...any) (*segment, error) {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s: %s", ErrCorrupt, path, fmt.Sprintf(format, a...))
+	}
 	data, err := io.ReadAll(f)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	seg := &segment{base: base, f: f, size: headerSize}
+	seg := &segment{base: base, f: f, size: headerSize, cap: int64(len(data))}
 	if len(data) < headerSize || [8]byte(data[:8]) != segMagic || binary.LittleEndian.Uint64(data[8:16]) != base {
-		if !isLast || len(data) > headerSize {
-			f.Close()
-			return nil, fmt.Errorf("%w: %s: bad header", ErrCorrupt, path)
+		if !isLast {
+			return fail("bad header")
 		}
-		// The header itself was torn: an empty segment.
+		// The first append to a new segment writes the header with its
+		// records and never completed: nothing in it was acknowledged.
 		seg.offs = nil
 		return seg, nil
 	}
 	off := int64(headerSize)
 	var prevTerm uint64
-	for off < int64(len(data)) {
+	for off+4 <= int64(len(data)) && binary.LittleEndian.Uint32(data[off:]) != 0 {
 		var l raft.Log
 		n, err := decodeRecord(data[off:], &l, false)
 		if err == nil && l.Index != base+uint64(len(seg.offs)) {
@@ -213,26 +281,42 @@ func (s *Store) openSegment(base uint64, isLast bool) (*segment, error) {
 		}
 		if err != nil {
 			if !isLast {
-				f.Close()
-				return nil, fmt.Errorf("%w: %s at offset %d: %v", ErrCorrupt, path, off, err)
+				return fail("offset %d: %v", off, err)
 			}
-			// An append that never completed: drop its remains.
-			if err := f.Truncate(off); err != nil {
-				f.Close()
-				return nil, err
-			}
-			if err := f.Sync(); err != nil {
-				f.Close()
-				return nil, err
-			}
-			break
+			break // the torn tail of an append, zeroed below
 		}
 		prevTerm = l.Term
 		seg.offs = append(seg.offs, off)
 		off += int64(n)
 	}
 	seg.size = off
+	// Only zeros may follow the last record: new appends write over them,
+	// and nothing left of an old write may ever read as a record.
+	dirty := int64(len(data))
+	for dirty > off && data[dirty-1] == 0 {
+		dirty--
+	}
+	if dirty > off {
+		if !isLast {
+			return fail("data after the last record at %d", off)
+		}
+		if err := zeroRange(f, off, dirty); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
 	return seg, nil
+}
+
+// zeroRange writes zeros over [from, to) of f and syncs it.
+func zeroRange(f *os.File, from, to int64) error {
+	zeros := make([]byte, min(to-from, 1<<20))
+	for off := from; off < to; off += int64(len(zeros)) {
+		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), to-off)], off); err != nil {
+			return err
+		}
+	}
+	return fdatasync(f)
 }
 
 // decodeRecord decodes the record at the start of b into l and returns its
@@ -405,36 +489,50 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		}
 		s.metaFirst = next
 	}
-	newSeg := false
-	if tail == nil || last == 0 || tail.size >= s.segSize {
-		var err error
-		if tail, err = s.createSegment(next); err != nil {
-			return err
-		}
-		newSeg = true
-	}
 	b := s.buf[:0]
-	offs := make([]int64, 0, len(logs))
+	rel := make([]int64, 0, len(logs))
 	for _, l := range logs {
-		offs = append(offs, tail.size+int64(len(b)))
+		rel = append(rel, int64(len(b)))
 		b = appendRecord(b, l)
 	}
 	if cap(b) <= 1<<20 {
 		s.buf = b
 	}
-	if _, err := tail.f.WriteAt(b, tail.size); err != nil {
-		tail.f.Truncate(tail.size)
+	newSeg := false
+	if tail == nil || last == 0 || tail.size > headerSize && tail.size+int64(len(b)) > tail.cap {
+		var err error
+		if tail, err = s.newSegment(next); err != nil {
+			return err
+		}
+		newSeg = true
+	}
+	at := tail.size
+	for i := range rel {
+		rel[i] += at
+	}
+	if newSeg {
+		// The header goes with the first records, in the same write.
+		var h [headerSize]byte
+		copy(h[:], segMagic[:])
+		binary.LittleEndian.PutUint64(h[8:], tail.base)
+		b = append(h[:], b...)
+		at = 0
+	}
+	if _, err := tail.f.WriteAt(b, at); err != nil {
+		s.discard(tail, newSeg, at, int64(len(b)))
 		return fmt.Errorf("raftlog: append: %w", err)
 	}
 	if err := fdatasync(tail.f); err != nil {
+		s.discard(tail, newSeg, at, int64(len(b)))
 		return fmt.Errorf("raftlog: append: %w", err)
 	}
 	s.mu.Lock()
 	if newSeg {
 		s.segs = append(s.segs, tail)
 	}
-	tail.offs = append(tail.offs, offs...)
-	tail.size += int64(len(b))
+	tail.offs = append(tail.offs, rel...)
+	tail.size = at + int64(len(b))
+	tail.cap = max(tail.cap, tail.size)
 	if s.last == 0 {
 		s.first = next
 	}
@@ -443,29 +541,41 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	return nil
 }
 
-// createSegment creates the segment file for base, durable with its
-// directory entry, but does not add it to the store.
-func (s *Store) createSegment(base uint64) (*segment, error) {
+// discard undoes what a failed append may have written, as far as it can:
+// zeros over the attempted range, and a new segment removed.
+func (s *Store) discard(seg *segment, isNew bool, at, n int64) {
+	if isNew {
+		seg.f.Close()
+		os.Remove(s.segPath(seg.base))
+		syncDir(s.dir)
+		return
+	}
+	zeroRange(seg.f, at, at+n)
+}
+
+// newSegment turns the spare file into the segment for base, durable with
+// its directory entry, and starts preparing the next spare. It does not add
+// the segment to the store. Its header is written with its first records:
+// a crash before those are synced leaves a last segment with no valid
+// header, which opening treats as empty.
+func (s *Store) newSegment(base uint64) (*segment, error) {
+	sp := <-s.spare
+	if sp.err != nil {
+		s.prepareSpare()
+		return nil, fmt.Errorf("raftlog: new segment: %w", sp.err)
+	}
 	path := s.segPath(base)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	var h [headerSize]byte
-	copy(h[:], segMagic[:])
-	binary.LittleEndian.PutUint64(h[8:], base)
-	if _, err := f.WriteAt(h[:], 0); err == nil {
-		err = f.Sync()
-	}
+	err := os.Rename(filepath.Join(s.dir, spareName), path)
+	s.prepareSpare() // after the rename: it makes a new spare.tmp
 	if err == nil {
 		err = syncDir(s.dir)
 	}
 	if err != nil {
-		f.Close()
+		sp.f.Close()
 		os.Remove(path)
 		return nil, fmt.Errorf("raftlog: new segment: %w", err)
 	}
-	return &segment{base: base, f: f, size: headerSize}, nil
+	return &segment{base: base, f: sp.f, size: headerSize, cap: s.segSize}, nil
 }
 
 // DeleteRange deletes the entries from min to max inclusive. raft deletes
@@ -516,10 +626,11 @@ func (s *Store) DeleteRange(min, max uint64) error {
 			s.segs = s.segs[:len(s.segs)-1]
 		}
 		var cut *segment
-		var cutAt int64
+		var cutAt, cutEnd int64
 		if n := len(s.segs); n > 0 && s.segs[n-1].lastIndex() >= min {
 			cut = s.segs[n-1]
 			cutAt, _ = cut.recordAt(min)
+			cutEnd = cut.size
 			cut.offs = cut.offs[:min-cut.base]
 			cut.size = cutAt
 		}
@@ -532,10 +643,7 @@ func (s *Store) DeleteRange(min, max uint64) error {
 			return err
 		}
 		if cut != nil {
-			if err := cut.f.Truncate(cutAt); err != nil {
-				return fmt.Errorf("raftlog: truncate: %w", err)
-			}
-			if err := cut.f.Sync(); err != nil {
+			if err := zeroRange(cut.f, cutAt, cutEnd); err != nil {
 				return fmt.Errorf("raftlog: truncate: %w", err)
 			}
 		}
@@ -581,6 +689,11 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.closeSegs(s.segs)
 	s.segs = nil
+	s.stopping.Store(true)
+	s.spareRun.Wait()
+	if sp := <-s.spare; sp.f != nil {
+		sp.f.Close()
+	}
 	return nil
 }
 

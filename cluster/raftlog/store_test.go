@@ -222,7 +222,9 @@ func TestStoreDeleteFromMiddleRefused(t *testing.T) {
 // A crash during an append leaves part of a record at the end of the last
 // segment: opening drops it, and appending goes on from there.
 func TestStoreTornTail(t *testing.T) {
-	for _, cut := range []int{1, 4, 9, 20} {
+	// (Not 1: the last byte of a record without extensions is a zero,
+	// which the zero-filled segment already holds.)
+	for _, cut := range []int{2, 4, 9, 20} {
 		t.Run(fmt.Sprint(cut), func(t *testing.T) {
 			dir := t.TempDir()
 			s := open(t, dir, 0)
@@ -230,13 +232,18 @@ func TestStoreTornTail(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.Close()
+			// Right after the last record, where the next append goes.
+			end := int64(headerSize)
+			for _, l := range entries(1, 10, 1) {
+				end += int64(len(appendRecord(nil, l)))
+			}
 			rec := appendRecord(nil, entry(11, 1))
 			seg := filepath.Join(dir, fmt.Sprintf("%020d.seg", 1))
-			f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
+			f, err := os.OpenFile(seg, os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			f.Write(rec[:len(rec)-cut])
+			f.WriteAt(rec[:len(rec)-cut], end)
 			f.Close()
 			s = open(t, dir, 0)
 			checkRange(t, s, 1, 10, term1)
@@ -422,5 +429,82 @@ func BenchmarkStoreLogs(b *testing.B) {
 			b.Fatal(err)
 		}
 		next++
+	}
+}
+
+// A crash after a spare file became a segment but before its first append
+// was synced leaves a last segment with no header: it held nothing that
+// was acknowledged, and opening drops it.
+func TestStoreNewSegmentWithoutHeader(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 4096)
+	if err := s.StoreLogs(entries(1, 5, 1)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%020d.seg", 6)), make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir, 4096)
+	checkRange(t, s, 1, 5, term1)
+	if err := s.StoreLogs(entries(6, 7, 1)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, dir, 4096)
+	checkRange(t, s, 1, 7, term1)
+}
+
+// Segments are zero-filled ahead of use and records end at a zero length;
+// after a suffix deletion, the shorter entries that replace the deleted
+// ones must not let what is left of those read as records again.
+func TestStoreZeroFilledSuffix(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 1<<20)
+	long := func(i, term uint64) *raft.Log {
+		l := entry(i, term)
+		l.Data = bytes.Repeat([]byte{'y'}, 300)
+		return l
+	}
+	var old []*raft.Log
+	for i := uint64(1); i <= 20; i++ {
+		old = append(old, long(i, 1))
+	}
+	if err := s.StoreLogs(old); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(filepath.Join(dir, fmt.Sprintf("%020d.seg", 1))); st.Size() != 1<<20 {
+		t.Fatalf("segment of %d bytes, want it preallocated to %d", st.Size(), 1<<20)
+	}
+	if err := s.DeleteRange(11, 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StoreLogs(entries(11, 12, 2)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, dir, 1<<20)
+	if last, _ := s.LastIndex(); last != 12 {
+		t.Fatalf("last index %d after reopening, want 12", last)
+	}
+	var l raft.Log
+	if err := s.GetLog(12, &l); err != nil || l.Term != 2 {
+		t.Fatalf("entry 12: %+v, %v", l, err)
+	}
+}
+
+// Anything but zeros after the last record of a segment that is not the
+// last one is damage, not a torn append.
+func TestStoreGarbageAfterEndOfEarlierSegment(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 600)
+	appendChunks(t, s, 1, 30, 1)
+	s.Close()
+	seg := filepath.Join(dir, fmt.Sprintf("%020d.seg", 1))
+	b, _ := os.ReadFile(seg)
+	b[len(b)-1] = 0xee
+	os.WriteFile(seg, b, 0o644)
+	if _, err := Open(dir, Options{SegmentSize: 600}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("open: %v", err)
 	}
 }
