@@ -32,7 +32,7 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	for _, s := range cfg.systems {
 		switch s {
 		case "deadbolt":
-			addr, id, pids, stop, leader, err := startDeadboltCluster(ctx, cfg.deadboltBin, root)
+			addr, id, pids, stop, leader, err := startDeadboltCluster(ctx, cfg.deadboltBin, root, cfg.memberProcs)
 			if err != nil {
 				return err
 			}
@@ -51,7 +51,7 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 			}
 			targets = append(targets, target{name: nameRedisAOF, addr: addr, about: about})
 		case "etcd":
-			ep, version, pids, stop, leader, err := startEtcdCluster(ctx, cfg.etcdBin, root)
+			ep, version, pids, stop, leader, err := startEtcdCluster(ctx, cfg.etcdBin, root, cfg.memberProcs)
 			if err != nil {
 				return err
 			}
@@ -62,8 +62,8 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	}
 
 	fmt.Fprintf(stdout, "op: one lock+unlock pair; Redis protocol: Redisson's EVALSHA lock + EVALSHA unlock; etcd: Mutex.Lock + Mutex.Unlock; each client its own lock\n")
-	fmt.Fprintf(stdout, "%v per cell after %v warm-up, %d run(s), systems rotating; GOMAXPROCS=%d, %d CPUs; data under %s\n",
-		cfg.duration, cfg.warmup, cfg.runs, runtime.GOMAXPROCS(0), runtime.NumCPU(), root)
+	fmt.Fprintf(stdout, "%v per cell after %v warm-up, %d run(s), systems rotating; GOMAXPROCS=%d, %d CPUs; cluster members' GOMAXPROCS=%s; data under %s\n",
+		cfg.duration, cfg.warmup, cfg.runs, runtime.GOMAXPROCS(0), runtime.NumCPU(), memberProcsText(cfg.memberProcs), root)
 	for _, t := range targets {
 		fmt.Fprintf(stdout, "%-16s %s (%s)\n", t.name, t.addr, t.about)
 	}
@@ -136,4 +136,11 @@ func met(ok bool, figure string) string {
 		return figure + " met"
 	}
 	return figure + " NOT met"
+}
+
+func memberProcsText(n int) string {
+	if n == 0 {
+		return "default"
+	}
+	return strconv.Itoa(n)
 }

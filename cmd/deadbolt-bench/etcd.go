@@ -20,7 +20,7 @@ import (
 // returns the leader's client endpoint, the server version and the
 // members' process ids; stop kills the three; leader finds the current
 // leader's endpoint.
-func startEtcdCluster(ctx context.Context, bin, root string) (endpoint, version string, pids []int, stop func(), leader func(context.Context) (string, error), err error) {
+func startEtcdCluster(ctx context.Context, bin, root string, maxProcs int) (endpoint, version string, pids []int, stop func(), leader func(context.Context) (string, error), err error) {
 	path, err := exec.LookPath(bin)
 	if err != nil {
 		return "", "", nil, nil, nil, fmt.Errorf("etcd: %w (apt-get install etcd-server, or make bench, which installs it)", err)
@@ -43,7 +43,7 @@ func startEtcdCluster(ctx context.Context, bin, root string) (endpoint, version 
 	for i := range 3 {
 		name := fmt.Sprintf("e%d", i+1)
 		peer := "http://" + loopback(ports[3+i])
-		p, err := startProc("etcd-"+name, root, path,
+		p, err := startProc("etcd-"+name, root, maxProcs, path,
 			"--name", name, "--data-dir", filepath.Join(root, "etcd-"+name),
 			"--listen-client-urls", endpoints[i], "--advertise-client-urls", endpoints[i],
 			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,

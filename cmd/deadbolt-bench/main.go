@@ -64,6 +64,7 @@ type config struct {
 	deadboltBin string
 	etcdBin     string
 	workDir     string
+	memberProcs int
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -85,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	systems := fs.String("systems", "deadbolt,redis,etcd", "with -cluster: comma-separated systems to measure")
 	fs.StringVar(&cfg.deadboltBin, "deadbolt-bin", "bin/deadbolt", "with -cluster: deadbolt `binary` to start")
 	fs.StringVar(&cfg.etcdBin, "etcd", "etcd", "with -cluster: etcd `binary` to start (Debian etcd-server)")
+	fs.IntVar(&cfg.memberProcs, "member-procs", 1, "with -cluster: GOMAXPROCS of each deadbolt node and etcd member (0: Go's default, one per core); three members share this machine's cores, and with one each their runtimes do not spin for cores the others are using")
 	fs.StringVar(&cfg.workDir, "work-dir", "", "with -cluster: `directory` under which the servers' data directories are made (default: $TMPDIR); it must be on a real disk for the fsync figures to mean anything")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -105,6 +107,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			return cfg, fmt.Errorf("-clients: %q is not a positive number", f)
 		}
 		cfg.clients = append(cfg.clients, n)
+	}
+	if cfg.memberProcs < 0 {
+		return cfg, errors.New("-member-procs must not be negative")
 	}
 	if cfg.duration <= 0 || cfg.runs < 1 || cfg.warmup < 0 {
 		return cfg, errors.New("-duration and -runs must be positive, -warmup not negative")

@@ -37,8 +37,9 @@ type proc struct {
 }
 
 // startProc starts bin with args, its stdout and stderr going to
-// name.log in dir.
-func startProc(name, dir, bin string, args ...string) (*proc, error) {
+// name.log in dir, with GOMAXPROCS=procs in its environment unless procs
+// is 0.
+func startProc(name, dir string, procs int, bin string, args ...string) (*proc, error) {
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -47,6 +48,9 @@ func startProc(name, dir, bin string, args ...string) (*proc, error) {
 	defer f.Close()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
+	if procs > 0 {
+		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
