@@ -50,8 +50,9 @@
 // segment it is corruption and opening fails, as is anything but zeros
 // after a segment's last record. So only zeros ever follow the last record,
 // and nothing left of an old write can read as a record again. A last
-// segment whose header is not there (the crash came before its first
-// append was synced) held nothing acknowledged and is dropped.
+// segment whose header is still zeros (the crash came before its first
+// append was synced) held nothing acknowledged and is dropped; a header
+// that is neither zeros nor valid is corruption.
 //
 // Deleting a suffix (a follower dropping a deposed leader's entries) removes
 // whole segments from the last one backwards, then zeroes the deleted

@@ -260,7 +260,7 @@ func (s *Store) openSegment(base uint64, isLast bool) (*segment, error) {
 	}
 	seg := &segment{base: base, f: f, size: headerSize, cap: int64(len(data))}
 	if len(data) < headerSize || [8]byte(data[:8]) != segMagic || binary.LittleEndian.Uint64(data[8:16]) != base {
-		if !isLast {
+		if !isLast || !allZero(data[:min(len(data), headerSize)]) {
 			return fail("bad header")
 		}
 		// The first append to a new segment writes the header with its
@@ -306,6 +306,15 @@ func (s *Store) openSegment(base uint64, isLast bool) (*segment, error) {
 		}
 	}
 	return seg, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // zeroRange writes zeros over [from, to) of f and syncs it.

@@ -453,6 +453,16 @@ func TestStoreNewSegmentWithoutHeader(t *testing.T) {
 	s.Close()
 	s = open(t, dir, 4096)
 	checkRange(t, s, 1, 7, term1)
+	s.Close()
+	// A damaged header is not a new segment: it may have held
+	// acknowledged entries.
+	seg := filepath.Join(dir, fmt.Sprintf("%020d.seg", 1)) // the last one
+	b, _ := os.ReadFile(seg)
+	b[3] ^= 0xff
+	os.WriteFile(seg, b, 0o644)
+	if _, err := Open(dir, Options{SegmentSize: 4096}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("open with a damaged header: %v", err)
+	}
 }
 
 // Segments are zero-filled ahead of use and records end at a zero length;
