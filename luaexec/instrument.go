@@ -101,7 +101,6 @@ func instrument(p *parsed, chargeMain, hoist bool) ([]ast.Stmt, int64) {
 		stmts = append([]ast.Stmt{in.chargeStmt(int(cost)+costFuncBase, 1)}, stmts...)
 	}
 	if len(in.hoisted) > 0 {
-		in.used[hidArgs] = true
 		call := in.hiddenCall(hidArgs, 1)
 		call.AdjustRet = false // all of its values
 		stmts = append([]ast.Stmt{localDecl(hoistedLocals[:], []ast.Expr{call})}, stmts...)
