@@ -35,7 +35,34 @@ var serverNoScript = map[string]bool{
 
 // scriptRun is the state of the script being run.
 type scriptRun struct {
+	active   bool // a script is running
 	readOnly bool // EVAL_RO, or a no-writes shebang
+}
+
+// storedScript is a body in the replicated script cache, with its hash:
+// EVALSHA finds it by the hash it is sent and runs it under this string,
+// so it need not make one.
+type storedScript struct {
+	sha  string
+	body []byte
+}
+
+// script finds a cached script by its hash, in any case. Cached hashes are
+// lowercase hex, which ASCII lowering finds as strings.ToLower would.
+func (f *FSM) script(sha []byte) (storedScript, bool) {
+	var buf [40]byte
+	if len(sha) != len(buf) {
+		s, ok := f.scripts[strings.ToLower(string(sha))]
+		return s, ok
+	}
+	for i, ch := range sha {
+		if ch >= 'A' && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		buf[i] = ch
+	}
+	s, ok := f.scripts[string(buf[:])]
+	return s, ok
 }
 
 const (
@@ -69,11 +96,11 @@ func cmdEval(c *Ctx, args [][]byte) resp.Reply {
 	var sha string
 	var body []byte
 	if bySHA {
-		sha = strings.ToLower(string(args[1]))
-		body = c.f.scripts[sha]
-		if body == nil {
+		s, ok := c.f.script(args[1])
+		if !ok {
 			return resp.Err(msgNoScript)
 		}
+		sha, body = s.sha, s.body
 	} else {
 		body = args[1]
 		sha = SHA1Hex(body)
@@ -82,7 +109,7 @@ func cmdEval(c *Ctx, args [][]byte) resp.Reply {
 				return r
 			}
 			if !c.readOnly {
-				c.f.scripts[sha] = append([]byte(nil), body...)
+				c.f.scripts[sha] = storedScript{sha: sha, body: append([]byte(nil), body...)}
 			}
 		}
 	}
@@ -97,14 +124,20 @@ func cmdEval(c *Ctx, args [][]byte) resp.Reply {
 	argv := args[3+numKeys:]
 	saved := c.script
 	savedDB := c.dbIndex
-	c.script = &scriptRun{readOnly: noWrites || roCmd}
+	c.script = scriptRun{active: true, readOnly: noWrites || roCmd}
 	defer func() {
 		// SELECT inside a script does not change the caller's database.
 		c.script = saved
 		c.selectDB(savedDB)
 	}()
-	return c.f.lua.Run(sha, body, keys, argv, c.scriptCall)
+	return c.f.lua.Run(sha, body, keys, argv, (*scriptCaller)(c))
 }
+
+// scriptCaller is a Ctx as the script engine's caller: a pointer, so
+// handing it over allocates nothing.
+type scriptCaller Ctx
+
+func (s *scriptCaller) Call(args [][]byte) resp.Reply { return (*Ctx)(s).scriptCall(args) }
 
 func hasShebang(body []byte) bool { return len(body) >= 2 && body[0] == '#' && body[1] == '!' }
 
@@ -157,13 +190,13 @@ func cmdScript(c *Ctx, args [][]byte) resp.Reply {
 				return r
 			}
 			c.mustWrite()
-			c.f.scripts[sha] = append([]byte(nil), args[2]...)
+			c.f.scripts[sha] = storedScript{sha: sha, body: append([]byte(nil), args[2]...)}
 		}
 		return resp.BulkString(sha)
 	case sub == "exists" && len(args) >= 3:
 		out := make([]resp.Reply, len(args)-2)
 		for i, a := range args[2:] {
-			if _, ok := c.f.scripts[strings.ToLower(string(a))]; ok {
+			if _, ok := c.f.script(a); ok {
 				out[i] = resp.One
 			} else {
 				out[i] = resp.Zero
@@ -175,7 +208,7 @@ func cmdScript(c *Ctx, args [][]byte) resp.Reply {
 			return resp.Err("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
 		}
 		c.mustWrite()
-		c.f.scripts = make(map[string][]byte)
+		c.f.scripts = make(map[string]storedScript)
 		if c.f.lua != nil {
 			c.f.lua.Forget()
 		}

@@ -68,7 +68,7 @@ func (r *Result) SetReceivers(counts []int) {
 // scriptEngine runs Lua scripts (luaexec, adapted in script_engine.go).
 type scriptEngine interface {
 	Compile(sha string, body []byte) resp.Reply
-	Run(sha string, body []byte, keys, argv [][]byte, call func(args [][]byte) resp.Reply) resp.Reply
+	Run(sha string, body []byte, keys, argv [][]byte, c caller) resp.Reply
 	Forget()
 	Close()
 	// ReadOnly reads a script's shebang: whether it declared no-writes,
@@ -78,6 +78,12 @@ type scriptEngine interface {
 	// reseeds math.random between scripts): replicated, in snapshots.
 	State() []byte
 	SetState([]byte) error
+}
+
+// caller runs a script's redis.call (luaexec.Caller): args are valid only
+// during the call.
+type caller interface {
+	Call(args [][]byte) resp.Reply
 }
 
 // newScriptEngine is set by script_engine.go.
@@ -91,15 +97,16 @@ var newScriptEngine = func(Options) scriptEngine { return nil }
 // Go's map iteration order: the same commands with the same times give the
 // same state and the same replies on every node.
 type FSM struct {
-	dbs     [NumDBs]*keyspace
-	now     int64  // ms; never moves backward
-	version uint64 // bumped by every change to a key; see versions.go
-	tombs   tombstones
-	scripts map[string][]byte // SCRIPT LOAD and EVAL bodies by sha1
-	lua     scriptEngine      // compiled-script cache; derived, not replicated
-	opt     Options
-	expires expiryIndex       // keys with a deadline, ordered for reaping
-	nodes   map[string]string // cluster members' client addresses by id
+	dbs      [NumDBs]*keyspace
+	now      int64  // ms; never moves backward
+	version  uint64 // bumped by every change to a key; see versions.go
+	tombs    tombstones
+	scripts  map[string]storedScript // SCRIPT LOAD and EVAL bodies by sha1
+	lua      scriptEngine            // compiled-script cache; derived, not replicated
+	opt      Options
+	expires  expiryIndex       // keys with a deadline, ordered for reaping
+	nodes    map[string]string // cluster members' client addresses by id
+	applyCtx Ctx               // reused by Apply (one at a time), so it allocates none
 }
 
 // Options tunes a state machine.
@@ -115,7 +122,7 @@ func New(opt Options) *FSM {
 }
 
 func newState(opt Options) *FSM {
-	f := &FSM{scripts: make(map[string][]byte), nodes: make(map[string]string), opt: opt}
+	f := &FSM{scripts: make(map[string]storedScript), nodes: make(map[string]string), opt: opt}
 	for i := range f.dbs {
 		f.dbs[i] = newKeyspace()
 	}
@@ -143,8 +150,11 @@ func (f *FSM) advance(t int64) int64 {
 // Apply applies cmd at time now (taken from the log, stamped by the
 // leader). It may change state.
 func (f *FSM) Apply(now int64, cmd Command) Result {
-	c := &Ctx{f: f, now: f.advance(now)}
-	return c.run(cmd)
+	c := &f.applyCtx
+	*c = Ctx{f: f, now: f.advance(now)}
+	r := c.run(cmd)
+	*c = Ctx{} // keep nothing of the command alive
+	return r
 }
 
 // Read runs a read-only command without changing any state, not even the
@@ -196,9 +206,9 @@ type Ctx struct {
 	db       *keyspace
 	dbIndex  int
 	now      int64
-	readOnly bool       // served outside the log: must not change anything
-	script   *scriptRun // non-nil while a script runs (cmd_script.go)
-	txIndex  int        // 1-based position in the transaction being applied
+	readOnly bool      // served outside the log: must not change anything
+	script   scriptRun // the script being run, if any (cmd_script.go)
+	txIndex  int       // 1-based position in the transaction being applied
 	effects  []Publish
 }
 
@@ -213,7 +223,7 @@ func (c *Ctx) Now() int64 { return c.now }
 // publish records a message to deliver after the command is applied.
 func (c *Ctx) publish(channel, msg []byte, shard bool) {
 	tx := c.txIndex
-	if c.script != nil {
+	if c.script.active {
 		tx = 0
 	}
 	c.effects = append(c.effects, Publish{

@@ -20,18 +20,14 @@ func (l *luaEngine) Close()                                     { l.e.Close() }
 func (l *luaEngine) State() []byte                              { return l.e.State() }
 func (l *luaEngine) SetState(b []byte) error                    { return l.e.SetState(b) }
 
-func (l *luaEngine) Run(sha string, body []byte, keys, argv [][]byte, call func([][]byte) resp.Reply) resp.Reply {
-	return l.e.Run(sha, body, keys, argv, callerFunc(call))
+func (l *luaEngine) Run(sha string, body []byte, keys, argv [][]byte, c caller) resp.Reply {
+	return l.e.Run(sha, body, keys, argv, c)
 }
 
 func (l *luaEngine) ReadOnly(body []byte) (readOnly bool, errMsg string) {
 	flags, _, msg := luaexec.ParseShebang(body)
 	return flags&luaexec.FlagNoWrites != 0, msg
 }
-
-type callerFunc func([][]byte) resp.Reply
-
-func (f callerFunc) Call(args [][]byte) resp.Reply { return f(args) }
 
 // SHA1Hex is the script hash Redis uses: lowercase hex SHA-1 of the body.
 func SHA1Hex(body []byte) string { return luaexec.SHA1Hex(body) }

@@ -165,7 +165,7 @@ func (f *FSM) Snapshot(w io.Writer) error {
 	e.uvarint(uint64(len(shas)))
 	for _, sha := range shas {
 		e.str(sha)
-		e.bytes(f.scripts[sha])
+		e.bytes(f.scripts[sha].body)
 	}
 
 	ids := f.Nodes()
@@ -276,7 +276,7 @@ func (f *FSM) Restore(r io.Reader) error {
 
 	for i, c := 0, d.count(); i < c && d.err == nil; i++ {
 		sha := string(d.bytes())
-		n.scripts[sha] = d.bytes()
+		n.scripts[sha] = storedScript{sha: sha, body: d.bytes()}
 	}
 
 	for i, c := 0, d.count(); i < c && d.err == nil; i++ {
