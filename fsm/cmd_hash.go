@@ -47,7 +47,7 @@ func hashForWrite(c *Ctx, key []byte) (v *Value, isNew, ok bool) {
 		return nil, false, false
 	}
 	if v == nil {
-		return &Value{Kind: KindHash, Hash: NewHash()}, true, true
+		return newHashValue(), true, true
 	}
 	return v, false, true
 }
@@ -187,7 +187,8 @@ func cmdHincrby(c *Ctx, args [][]byte) resp.Reply {
 		return resp.Err(msgOverflow)
 	}
 	cur += incr
-	v.Hash.Set(args[2], strconv.AppendInt(nil, cur, 10))
+	var num [20]byte // Set copies it
+	v.Hash.Set(args[2], strconv.AppendInt(num[:0], cur, 10))
 	saveValue(c, args[1], v, isNew)
 	return resp.IntReply(cur)
 }

@@ -226,12 +226,19 @@ func (c *Ctx) publish(channel, msg []byte, shard bool) {
 	if c.script.active {
 		tx = 0
 	}
-	c.effects = append(c.effects, Publish{
-		Channel: append([]byte(nil), channel...),
-		Message: append([]byte(nil), msg...),
-		Shard:   shard,
-		TxIndex: tx,
-	})
+	// One copy holds both; an empty one stays nil, as a copy by append
+	// leaves it.
+	b := make([]byte, len(channel)+len(msg))
+	n := copy(b, channel)
+	copy(b[n:], msg)
+	p := Publish{Shard: shard, TxIndex: tx}
+	if n > 0 {
+		p.Channel = b[:n:n]
+	}
+	if len(msg) > 0 {
+		p.Message = b[n:]
+	}
+	c.effects = append(c.effects, p)
 }
 
 // call looks up and runs one command with Redis's checks: unknown

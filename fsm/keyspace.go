@@ -237,7 +237,9 @@ func (h *expiryHeap) Pop() any {
 }
 
 func (x *expiryIndex) add(db int, key string, deadline int64) {
-	heap.Push(&x.h, expiryEntry{deadline: deadline, db: db, key: key})
+	// heap.Push without boxing the entry in an interface
+	x.h = append(x.h, expiryEntry{deadline: deadline, db: db, key: key})
+	heap.Fix(&x.h, len(x.h)-1)
 }
 
 // compact drops stale and duplicate entries once the heap has grown to

@@ -28,6 +28,19 @@ type hashField struct {
 // NewHash returns an empty hash.
 func NewHash() *Hash { return &Hash{index: make(map[string]int)} }
 
+// newHashValue returns a Value holding an empty hash, made in one
+// allocation with room for the first field (a lock's hash has one).
+func newHashValue() *Value {
+	a := &struct {
+		v     Value
+		h     Hash
+		first [1]hashField
+	}{}
+	a.h = Hash{index: make(map[string]int), fields: a.first[:0]}
+	a.v = Value{Kind: KindHash, Hash: &a.h}
+	return &a.v
+}
+
 // Len is the number of fields.
 func (h *Hash) Len() int { return len(h.fields) - h.holes }
 
@@ -47,8 +60,24 @@ func (h *Hash) Set(field, value []byte) bool {
 		return false
 	}
 	h.index[string(field)] = len(h.fields)
-	h.fields = append(h.fields, hashField{name: append([]byte(nil), field...), value: append([]byte(nil), value...)})
+	h.fields = append(h.fields, newHashField(field, value))
 	return true
+}
+
+// newHashField copies a field's name and value into one allocation (an
+// empty one stays nil, as a copy by append leaves it).
+func newHashField(name, value []byte) hashField {
+	b := make([]byte, len(name)+len(value))
+	n := copy(b, name)
+	copy(b[n:], value)
+	var f hashField
+	if n > 0 {
+		f.name = b[:n:n]
+	}
+	if len(value) > 0 {
+		f.value = b[n:]
+	}
+	return f
 }
 
 // Del removes a field and reports whether it was there; the order of the
