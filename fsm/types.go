@@ -15,7 +15,7 @@ import (
 // field leaves a hole in the slice; holes are squeezed out once they make
 // up half of it, so HDEL is O(1) amortised.
 type Hash struct {
-	index  map[string]int // field -> position in fields
+	index  map[string]int // field -> position in fields; nil while the hash is small
 	fields []hashField    // insertion order, with holes
 	holes  int
 }
@@ -25,8 +25,12 @@ type hashField struct {
 	dead        bool
 }
 
+// hashScanMax is how many slots (fields and holes) a hash scans before
+// it builds an index: a small hash, like a lock's, needs no map.
+const hashScanMax = 8
+
 // NewHash returns an empty hash.
-func NewHash() *Hash { return &Hash{index: make(map[string]int)} }
+func NewHash() *Hash { return &Hash{} }
 
 // newHashValue returns a Value holding an empty hash, made in one
 // allocation with room for the first field (a lock's hash has one).
@@ -36,7 +40,7 @@ func newHashValue() *Value {
 		h     Hash
 		first [1]hashField
 	}{}
-	a.h = Hash{index: make(map[string]int), fields: a.first[:0]}
+	a.h = Hash{fields: a.first[:0]}
 	a.v = Value{Kind: KindHash, Hash: &a.h}
 	return &a.v
 }
@@ -44,9 +48,23 @@ func newHashValue() *Value {
 // Len is the number of fields.
 func (h *Hash) Len() int { return len(h.fields) - h.holes }
 
+// find returns a field's position.
+func (h *Hash) find(field []byte) (int, bool) {
+	if h.index != nil {
+		i, ok := h.index[string(field)]
+		return i, ok
+	}
+	for i := range h.fields {
+		if f := &h.fields[i]; !f.dead && string(f.name) == string(field) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
 // Get returns a field's value.
 func (h *Hash) Get(field []byte) ([]byte, bool) {
-	i, ok := h.index[string(field)]
+	i, ok := h.find(field)
 	if !ok {
 		return nil, false
 	}
@@ -55,13 +73,28 @@ func (h *Hash) Get(field []byte) ([]byte, bool) {
 
 // Set sets a field and reports whether it is new. A new field goes last.
 func (h *Hash) Set(field, value []byte) bool {
-	if i, ok := h.index[string(field)]; ok {
+	if i, ok := h.find(field); ok {
 		h.fields[i].value = append([]byte(nil), value...)
 		return false
 	}
-	h.index[string(field)] = len(h.fields)
 	h.fields = append(h.fields, newHashField(field, value))
+	switch {
+	case h.index != nil:
+		h.index[string(h.fields[len(h.fields)-1].name)] = len(h.fields) - 1
+	case len(h.fields) > hashScanMax:
+		h.reindex()
+	}
 	return true
+}
+
+// reindex builds the index of the live fields.
+func (h *Hash) reindex() {
+	h.index = make(map[string]int, len(h.fields)-h.holes)
+	for i, f := range h.fields {
+		if !f.dead {
+			h.index[string(f.name)] = i
+		}
+	}
 }
 
 // newHashField copies a field's name and value into one allocation (an
@@ -83,11 +116,13 @@ func newHashField(name, value []byte) hashField {
 // Del removes a field and reports whether it was there; the order of the
 // others is kept.
 func (h *Hash) Del(field []byte) bool {
-	i, ok := h.index[string(field)]
+	i, ok := h.find(field)
 	if !ok {
 		return false
 	}
-	delete(h.index, string(field))
+	if h.index != nil {
+		delete(h.index, string(field))
+	}
 	h.fields[i] = hashField{dead: true}
 	h.holes++
 	switch {
@@ -105,7 +140,9 @@ func (h *Hash) compact() {
 	live := make([]hashField, 0, h.Len())
 	for _, f := range h.fields {
 		if !f.dead {
-			h.index[string(f.name)] = len(live)
+			if h.index != nil {
+				h.index[string(f.name)] = len(live)
+			}
 			live = append(live, f)
 		}
 	}
@@ -127,7 +164,7 @@ func (h *Hash) Each(fn func(field, value []byte) bool) {
 
 // Clone returns a deep copy.
 func (h *Hash) Clone() *Hash {
-	n := &Hash{index: make(map[string]int, h.Len()), fields: make([]hashField, 0, h.Len())}
+	n := &Hash{fields: make([]hashField, 0, h.Len())}
 	h.Each(func(f, v []byte) bool {
 		n.Set(f, v)
 		return true

@@ -854,3 +854,53 @@ func BenchmarkListQueue(b *testing.B) {
 		f.Apply(1, pop)
 	}
 }
+
+// TestHashSmallAndIndexed checks a hash against a plain model as it grows
+// past the size where it builds an index, with deletes making holes.
+func TestHashSmallAndIndexed(t *testing.T) {
+	h := NewHash()
+	var order []string
+	model := map[string]string{}
+	for i := 0; i < 2000; i++ {
+		f := strconv.Itoa(i * 7 % 53)
+		if i%3 == 2 {
+			_, had := model[f]
+			if got := h.Del([]byte(f)); got != had {
+				t.Fatalf("step %d: Del(%s) = %v, want %v", i, f, got, had)
+			}
+			if had {
+				delete(model, f)
+				for j, o := range order {
+					if o == f {
+						order = append(order[:j], order[j+1:]...)
+						break
+					}
+				}
+			}
+			continue
+		}
+		v := strconv.Itoa(i)
+		_, had := model[f]
+		if isNew := h.Set([]byte(f), []byte(v)); isNew == had {
+			t.Fatalf("step %d: Set(%s) new = %v", i, f, isNew)
+		}
+		if !had {
+			order = append(order, f)
+		}
+		model[f] = v
+		var got []string
+		h.Each(func(f, v []byte) bool {
+			if model[string(f)] != string(v) {
+				t.Fatalf("step %d: %s = %s, want %s", i, f, v, model[string(f)])
+			}
+			got = append(got, string(f))
+			return true
+		})
+		if strings.Join(got, ",") != strings.Join(order, ",") || h.Len() != len(model) {
+			t.Fatalf("step %d: fields %v, want %v", i, got, order)
+		}
+		if v2, ok := h.Get([]byte(f)); !ok || string(v2) != v {
+			t.Fatalf("step %d: Get(%s) = %q %v", i, f, v2, ok)
+		}
+	}
+}
