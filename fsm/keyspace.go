@@ -44,6 +44,16 @@ type Value struct {
 	ZSet     *ZSet
 	Deadline int64  // expiry in Unix ms; 0 means none
 	Version  uint64 // f.version when the key last changed
+	name     string // the key it was stored under, shared with expiry and tombstone entries
+}
+
+// keyString returns key as a string: v's name when that is key, so that
+// no copy is made.
+func (v *Value) keyString(key []byte) string {
+	if v != nil && v.name == string(key) {
+		return v.name
+	}
+	return string(key)
 }
 
 // keyspace is one logical database.
@@ -80,7 +90,7 @@ func (c *Ctx) lookup(key []byte) *Value {
 	}
 	if v.expired(c.now) {
 		if !c.readOnly {
-			c.remove(string(key))
+			c.remove(v.keyString(key))
 		}
 		return nil
 	}
@@ -105,6 +115,7 @@ func (c *Ctx) put(key []byte, v *Value) {
 	k := string(key)
 	c.f.version++
 	v.Version = c.f.version
+	v.name = k
 	c.db.keys[k] = v
 	if v.Deadline != 0 {
 		c.f.expires.add(c.dbIndex, k, v.Deadline)
@@ -125,17 +136,18 @@ func (c *Ctx) setDeadline(key []byte, v *Value, deadline int64) {
 	c.mustWrite()
 	v.Deadline = deadline
 	if deadline != 0 {
-		c.f.expires.add(c.dbIndex, string(key), deadline)
+		c.f.expires.add(c.dbIndex, v.keyString(key), deadline)
 		c.f.expires.compact(&c.f.dbs)
 	}
 }
 
 // del removes key if it exists and is live; it reports whether it did.
 func (c *Ctx) del(key []byte) bool {
-	if c.lookup(key) == nil {
+	v := c.lookup(key)
+	if v == nil {
 		return false
 	}
-	c.remove(string(key))
+	c.remove(v.keyString(key))
 	return true
 }
 
@@ -154,7 +166,7 @@ func (c *Ctx) remove(k string) {
 // does after HDEL, LPOP, SREM, ZREM and friends.
 func (c *Ctx) removeIfEmpty(key []byte, v *Value) {
 	if v.len() == 0 {
-		c.remove(string(key))
+		c.remove(v.keyString(key))
 	}
 }
 

@@ -308,6 +308,7 @@ func (f *FSM) Restore(r io.Reader) error {
 			v := decodeValue(d, Kind(kind))
 			v.Deadline = deadline
 			v.Version = ver
+			v.name = key
 			ks.keys[key] = v
 			if deadline != 0 {
 				n.expires.add(int(db-1), key, deadline)
