@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deadbolt/deadbolt/resp"
+	"github.com/deadbolt/deadbolt/internal/testredis"
 )
 
 // Test helpers shared by cmd_keys_test.go and cmd_string_test.go. Replies
@@ -543,18 +544,16 @@ func TestReadPathKeys(t *testing.T) {
 }
 
 // TestAgainstRedis runs transcripts against a real redis-server and the
-// state machine and compares the replies byte for byte. It runs only when
-// DEADBOLT_REDIS names a scratch server (host:port), which it flushes:
-//
-//	redis-server --port 7777 --save '' --appendonly no &
-//	DEADBOLT_REDIS=127.0.0.1:7777 go test -run TestAgainstRedis ./fsm/
+// state machine and compares the replies byte for byte: with a
+// redis-server testredis starts, or the scratch server DEADBOLT_REDIS names
+// (host:port), which it flushes.
 //
 // Commands starting with '~' compare their array replies as sets (KEYS
 // order differs by design).
 func TestAgainstRedis(t *testing.T) {
 	addr := os.Getenv("DEADBOLT_REDIS")
 	if addr == "" {
-		t.Skip("DEADBOLT_REDIS not set")
+		addr = testredis.Start(t)
 	}
 	for _, tr := range kvRedisTranscripts {
 		conn, err := net.DialTimeout("tcp", addr, 2*time.Second)

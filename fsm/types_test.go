@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/deadbolt/deadbolt/resp"
+	"github.com/deadbolt/deadbolt/internal/testredis"
 )
 
 // Helpers for the collection tests (hashes, lists, sets, sorted sets).
@@ -179,11 +180,8 @@ func ctRunVersions(t *testing.T, cases []ctVersionCase) {
 }
 
 // The differential test runs transcripts on this state machine and on a
-// real redis-server and compares every reply. It runs when
-// DEADBOLT_REDIS names a scratch Redis 7.0 (it is flushed), e.g.
-//
-//	redis-server --port 7391 --save '' --appendonly no &
-//	DEADBOLT_REDIS=127.0.0.1:7391 go test ./fsm/ -run Redis
+// real redis-server and compares every reply: one testredis starts, or the
+// scratch Redis 7.0 that DEADBOLT_REDIS names (it is flushed).
 type ctRedisConn struct {
 	c   net.Conn
 	r   *bufio.Reader
@@ -194,7 +192,7 @@ func ctDialRedis(tb testing.TB) *ctRedisConn {
 	tb.Helper()
 	addr := os.Getenv("DEADBOLT_REDIS")
 	if addr == "" {
-		tb.Skip("DEADBOLT_REDIS not set")
+		addr = testredis.Start(tb)
 	}
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
