@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deadbolt/deadbolt/resp"
 	"github.com/deadbolt/deadbolt/internal/testredis"
+	"github.com/deadbolt/deadbolt/resp"
 )
 
 // Test helpers shared by cmd_keys_test.go and cmd_string_test.go. Replies

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deadbolt/deadbolt/resp"
 	"github.com/deadbolt/deadbolt/internal/testredis"
+	"github.com/deadbolt/deadbolt/resp"
 )
 
 // Helpers for the collection tests (hashes, lists, sets, sorted sets).
