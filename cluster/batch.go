@@ -12,14 +12,16 @@ import (
 )
 
 // Group commit. Every log entry costs the same whatever it carries: a
-// raft future, msgpack encoding for the transport and the log store, a
-// bolt transaction with its page writes and fsync on every node. So the
+// raft future, msgpack encoding for the transport, a write and an fsync
+// of the log store on every node. So the
 // leader's proposer packs all commands that are waiting when it is ready
 // to propose into one entry (a version-2 envelope), with at most
 // batchInflight entries proposed and not yet answered. Under load the
 // commands that arrive while those are being committed form the next
 // entry; a lone command is proposed at once, on its own, as a version-1
-// entry, so one client waits no longer than before.
+// entry, so one client waits no longer than before. A caller either waits
+// for its result (propose) or hands a callback (submit: the event loop's
+// writes, which no goroutine waits for).
 
 // Batching bounds.
 const (
