@@ -31,7 +31,8 @@
 //
 //	u32 length of the payload, little-endian
 //	u32 CRC-32C of the payload
-//	payload: u64 index, u64 term, u8 type, i64 appended-at (Unix ns),
+//	payload: u64 index, u64 term, u64 batch (the first index the same
+//	         append wrote), u8 type, i64 appended-at (Unix ns),
 //	         uvarint length + data, uvarint length + extensions
 //
 // Entries are contiguous: a segment's records have consecutive indexes from
@@ -46,7 +47,12 @@
 // zero length. On opening, every segment is read and checked: a record that
 // is cut short or fails its CRC ends the log if it is in the last segment
 // (the tail of an append that never completed, so never acknowledged) and
-// is overwritten with zeros, as is anything else after it; in any other
+// is overwritten with zeros, as is anything else after it, unless a whole
+// record of a later append follows it (its batch is above the damaged
+// index): appends wait for the one before to be synced, so the damaged
+// record was acknowledged, and opening fails instead. (Damage to the last
+// acknowledged records with nothing of a later append after them cannot be
+// told from a torn tail.) in any other
 // segment it is corruption and opening fails, as is anything but zeros
 // after a segment's last record. So only zeros ever follow the last record,
 // and nothing left of an old write can read as a record again. A last

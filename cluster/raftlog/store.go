@@ -21,8 +21,8 @@ import (
 const (
 	segSuffix   = ".seg"
 	headerSize  = 16
-	recordHead  = 8 // length and CRC
-	fixedFields = 8 + 8 + 1 + 8
+	recordHead  = 8                 // length and CRC
+	fixedFields = 8 + 8 + 8 + 1 + 8 // index, term, batch, type, appended at
 	// maxRecord bounds one record's payload, so that a damaged length field
 	// cannot make opening allocate without limit.
 	maxRecord = 1 << 30
@@ -38,7 +38,7 @@ const (
 )
 
 var (
-	segMagic = [8]byte{'d', 'b', 'l', 'o', 'g', 0, 0, 1}
+	segMagic = [8]byte{'d', 'b', 'l', 'o', 'g', 0, 0, 2}
 	crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 	// ErrCorrupt is returned when a segment other than the last one holds a
@@ -191,42 +191,48 @@ func (s *Store) load() error {
 	}
 	slices.Sort(bases)
 	changed := false
+	var segs []*segment
 	for i, base := range bases {
 		seg, err := s.openSegment(base, i == len(bases)-1)
 		if err != nil {
+			s.closeSegs(segs)
 			return err
 		}
 		if len(seg.offs) == 0 {
 			// Created, but its first append never completed.
 			seg.f.Close()
 			if err := os.Remove(s.segPath(base)); err != nil {
+				s.closeSegs(segs)
 				return err
 			}
 			changed = true
 			continue
 		}
-		if n := len(s.segs); n > 0 && seg.base != s.segs[n-1].lastIndex()+1 {
-			seg.f.Close()
-			return fmt.Errorf("%w: segment %d does not follow index %d", ErrCorrupt, seg.base, s.segs[n-1].lastIndex())
-		}
-		s.segs = append(s.segs, seg)
+		segs = append(segs, seg)
 	}
-	if len(s.segs) > 0 {
-		s.first = max(s.metaFirst, s.segs[0].base)
-		s.last = s.segs[len(s.segs)-1].lastIndex()
-		// Segments that hold only entries below the first index are left
-		// over from a compaction that stopped half way.
-		var drop []*segment
-		for len(s.segs) > 0 && s.segs[0].lastIndex() < s.first {
-			drop = append(drop, s.segs[0])
-			s.segs = s.segs[1:]
+	// Segments that hold only entries below the first index are left
+	// over from a compaction that stopped half way, whichever of its
+	// removals reached the disk.
+	var drop []*segment
+	for len(segs) > 0 && segs[0].lastIndex() < s.metaFirst {
+		drop = append(drop, segs[0])
+		segs = segs[1:]
+	}
+	for i := 1; i < len(segs); i++ {
+		if segs[i].base != segs[i-1].lastIndex()+1 {
+			err := fmt.Errorf("%w: segment %d does not follow index %d", ErrCorrupt, segs[i].base, segs[i-1].lastIndex())
+			s.closeSegs(segs)
+			s.closeSegs(drop)
+			return err
 		}
-		if len(s.segs) == 0 {
-			s.first, s.last = 0, 0
-		}
-		if len(drop) > 0 {
-			return s.removeSegs(drop) // syncs the directory
-		}
+	}
+	s.segs = segs
+	if len(segs) > 0 {
+		s.first = max(s.metaFirst, segs[0].base)
+		s.last = segs[len(segs)-1].lastIndex()
+	}
+	if len(drop) > 0 {
+		return s.removeSegs(drop) // syncs the directory
 	}
 	if changed {
 		return syncDir(s.dir)
@@ -283,6 +289,11 @@ func (s *Store) openSegment(base uint64, isLast bool) (*segment, error) {
 			if !isLast {
 				return fail("offset %d: %v", off, err)
 			}
+			if p, ok := laterAppend(data, off, base+uint64(len(seg.offs))); ok {
+				// Not a torn tail: an append that came after this
+				// record's own finished, so this one was acknowledged.
+				return fail("offset %d: %v, before a later append's record at %d", off, err, p)
+			}
 			break // the torn tail of an append, zeroed below
 		}
 		prevTerm = l.Term
@@ -317,6 +328,26 @@ func allZero(b []byte) bool {
 	return true
 }
 
+// laterAppend looks in data after off, where the record of index want is
+// damaged, for a whole record written by a later append than want's (one
+// whose first index is above want). Records of want's own append may
+// survive a torn write; a later append's may not, since appends wait for
+// the one before to be synced. It reports the first such record's offset.
+func laterAppend(data []byte, off int64, want uint64) (int64, bool) {
+	for p := off + 1; p+recordHead+fixedFields <= int64(len(data)); p++ {
+		q := data[p+recordHead:]
+		idx, batch := binary.LittleEndian.Uint64(q), binary.LittleEndian.Uint64(q[16:])
+		if idx <= want || batch <= want || batch > idx {
+			continue
+		}
+		var l raft.Log
+		if _, err := decodeRecord(data[p:], &l, false); err == nil && l.Index == idx {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
 // zeroRange writes zeros over [from, to) of f and syncs it.
 func zeroRange(f *os.File, from, to int64) error {
 	zeros := make([]byte, min(to-from, 1<<20))
@@ -344,8 +375,8 @@ func decodeRecord(b []byte, l *raft.Log, copyData bool) (int, error) {
 	}
 	l.Index = binary.LittleEndian.Uint64(p)
 	l.Term = binary.LittleEndian.Uint64(p[8:])
-	l.Type = raft.LogType(p[16])
-	if ns := int64(binary.LittleEndian.Uint64(p[17:])); ns != 0 {
+	l.Type = raft.LogType(p[24])
+	if ns := int64(binary.LittleEndian.Uint64(p[25:])); ns != 0 {
 		l.AppendedAt = time.Unix(0, ns)
 	} else {
 		l.AppendedAt = time.Time{}
@@ -378,19 +409,21 @@ func takeBytes(b []byte, copyData bool) ([]byte, []byte, error) {
 	return v, b[k+int(n):], nil
 }
 
-// appendRecord appends l's record to b.
-func appendRecord(b []byte, l *raft.Log) []byte {
+// appendRecord appends l's record to b; batch is the index of the first
+// entry of the append that writes it.
+func appendRecord(b []byte, l *raft.Log, batch uint64) []byte {
 	start := len(b)
 	b = append(b, make([]byte, recordHead+fixedFields)...)
 	p := b[start+recordHead:]
 	binary.LittleEndian.PutUint64(p, l.Index)
 	binary.LittleEndian.PutUint64(p[8:], l.Term)
-	p[16] = byte(l.Type)
+	binary.LittleEndian.PutUint64(p[16:], batch)
+	p[24] = byte(l.Type)
 	var ns int64
 	if !l.AppendedAt.IsZero() {
 		ns = l.AppendedAt.UnixNano()
 	}
-	binary.LittleEndian.PutUint64(p[17:], uint64(ns))
+	binary.LittleEndian.PutUint64(p[25:], uint64(ns))
 	b = binary.AppendUvarint(b, uint64(len(l.Data)))
 	b = append(b, l.Data...)
 	b = binary.AppendUvarint(b, uint64(len(l.Extensions)))
@@ -490,6 +523,10 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		if l.Index != next+uint64(i) {
 			return fmt.Errorf("raftlog: entries not consecutive at %d", l.Index)
 		}
+		if len(l.Data)+len(l.Extensions)+fixedFields+20 > maxRecord {
+			// Opening would refuse the record: refuse it now.
+			return fmt.Errorf("raftlog: entry %d is larger than %d bytes", l.Index, maxRecord)
+		}
 	}
 	if last == 0 && s.metaFirst > next {
 		// An emptied log starting again below its recorded first index.
@@ -502,7 +539,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	rel := make([]int64, 0, len(logs))
 	for _, l := range logs {
 		rel = append(rel, int64(len(b)))
-		b = appendRecord(b, l)
+		b = appendRecord(b, l, next)
 	}
 	if cap(b) <= 1<<20 {
 		s.buf = b
@@ -648,8 +685,12 @@ func (s *Store) DeleteRange(min, max uint64) error {
 			s.first, s.last = 0, 0
 		}
 		s.mu.Unlock()
-		if err := s.removeSegs(drop); err != nil {
-			return err
+		// One at a time from the back, each unlink durable before the
+		// next: removals reaching the disk out of order would leave a hole.
+		for _, seg := range drop {
+			if err := s.removeSegs([]*segment{seg}); err != nil {
+				return err
+			}
 		}
 		if cut != nil {
 			if err := zeroRange(cut.f, cutAt, cutEnd); err != nil {

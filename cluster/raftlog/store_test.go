@@ -235,9 +235,9 @@ func TestStoreTornTail(t *testing.T) {
 			// Right after the last record, where the next append goes.
 			end := int64(headerSize)
 			for _, l := range entries(1, 10, 1) {
-				end += int64(len(appendRecord(nil, l)))
+				end += int64(len(appendRecord(nil, l, 1)))
 			}
-			rec := appendRecord(nil, entry(11, 1))
+			rec := appendRecord(nil, entry(11, 1), 11)
 			seg := filepath.Join(dir, fmt.Sprintf("%020d.seg", 1))
 			f, err := os.OpenFile(seg, os.O_WRONLY, 0)
 			if err != nil {
@@ -516,5 +516,55 @@ func TestStoreGarbageAfterEndOfEarlierSegment(t *testing.T) {
 	os.WriteFile(seg, b, 0o644)
 	if _, err := Open(dir, Options{SegmentSize: 600}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("open: %v", err)
+	}
+}
+
+// A damaged record in the last segment is the torn tail of the last append
+// only if no later append's record follows it; otherwise entries that were
+// acknowledged are damaged, and opening fails rather than drop them.
+func TestStoreDamageBeforeLaterAppendFails(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage uint64 // index of the damaged entry
+		ok     bool
+	}{
+		{"acknowledged", 10, false}, // entries 11.. came in later appends
+		{"torn last append", 22, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := open(t, dir, 1<<20)
+			for i := uint64(1); i <= 20; i++ {
+				if err := s.StoreLog(entry(i, 1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.StoreLogs(entries(21, 25, 1)); err != nil { // one append
+				t.Fatal(err)
+			}
+			s.Close()
+			seg := filepath.Join(dir, fmt.Sprintf("%020d.seg", 1))
+			b, _ := os.ReadFile(seg)
+			off := int64(headerSize)
+			for i := uint64(1); i < tc.damage; i++ {
+				off += int64(len(appendRecord(nil, entry(i, 1), 1)))
+			}
+			b[off+recordHead+40] ^= 0x55 // inside the payload: CRC fails
+			os.WriteFile(seg, b, 0o644)
+			s2, err := Open(dir, Options{SegmentSize: 1 << 20})
+			if !tc.ok {
+				if !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("open: %v, want ErrCorrupt", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s2.Close()
+			if last, _ := s2.LastIndex(); last != tc.damage-1 {
+				t.Fatalf("last index %d, want %d", last, tc.damage-1)
+			}
+		})
 	}
 }
