@@ -13,6 +13,7 @@ import (
 
 	"github.com/deadbolt/deadbolt/cluster"
 	"github.com/deadbolt/deadbolt/fsm"
+	"github.com/deadbolt/deadbolt/resp"
 )
 
 // asyncBackend stands for a cluster node: StartApply answers later, from
@@ -178,4 +179,63 @@ func TestAsyncBackendCloseWhilePending(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	other.must(status("OK"), "set", "k2", "v2")
+}
+
+// badReplyBackend's writes come back with a reply the server cannot
+// encode, standing for any bug on the path that finishes a write.
+type badReplyBackend struct{ *asyncBackend }
+
+func (b *badReplyBackend) StartApply(cmd fsm.Command, done func(fsm.Result, error)) bool {
+	go done(fsm.Result{Reply: resp.Reply{Type: 99}}, nil)
+	return true
+}
+
+// A panic while finishing an asynchronous write is answered like one in
+// any handler: an error reply, and the server and connection go on.
+func TestAsyncBackendPanicInCompletion(t *testing.T) {
+	s := newTestServerWith(t, func(l *cluster.Local) Backend {
+		return &badReplyBackend{&asyncBackend{Local: l}}
+	})
+	c := dial(t, s.addr)
+	c.mustErr("ERR internal error", "set", "k", "v")
+	c.must(status("PONG"), "ping")
+	other := dial(t, s.addr)
+	other.must(status("PONG"), "ping")
+}
+
+// Commands of a cluster node run on goroutines while the loop goes on
+// reading: CONFIG SET of the query buffer limit and CLIENT INFO's qbuf
+// must not race with it (run under -race).
+func TestAsyncBackendConfigAndClientInfo(t *testing.T) {
+	s, _ := newAsyncServer(t, 0)
+	a := dial(t, s.addr)
+	b := dial(t, s.addr)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 50; i++ {
+			b.must(status("PONG"), "ping")
+		}
+	}()
+	for i := 0; i < 50; i++ {
+		a.must(status("OK"), "config", "set", "client-query-buffer-limit", "1073741824")
+	}
+	wg.Wait()
+	// A pipeline dribbled in while each CLIENT INFO runs.
+	var pipe strings.Builder
+	for i := 0; i < 100; i++ {
+		pipe.WriteString(encode("client", "info"))
+	}
+	p := pipe.String()
+	go func() {
+		for i := 0; i < len(p); i += 7 {
+			a.nc.Write([]byte(p[i:min(i+7, len(p))]))
+		}
+	}()
+	for i := 0; i < 100; i++ {
+		if got := a.readRaw(); !strings.Contains(got, "qbuf=") {
+			t.Fatalf("CLIENT INFO: %q", got)
+		}
+	}
 }

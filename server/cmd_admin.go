@@ -76,6 +76,7 @@ type adminState struct {
 
 	requirePass atomic.Pointer[string]
 	pubsubLimit atomic.Int64 // client-output-buffer-limit pubsub hard limit; 0 none
+	queryLimit  atomic.Int64 // client-query-buffer-limit, read by the event loop
 	lastSave    atomic.Int64 // Unix seconds
 	dirty       atomic.Int64 // writes since the last SAVE
 	replID      string       // master_replid
@@ -90,6 +91,7 @@ func (s *Server) initAdmin() {
 	pass := s.cfg.RequirePass
 	a.requirePass.Store(&pass)
 	a.pubsubLimit.Store(int64(s.cfg.PubSubOutputLimit))
+	a.queryLimit.Store(s.cfg.MaxQueryBuffer)
 	a.lastSave.Store(time.Now().Unix())
 	a.replID = newRunID()
 	a.params = make(map[string]string)
@@ -489,7 +491,7 @@ func (s *Server) clientLine(o, self *conn, args [][]byte) string {
 	if o == self {
 		v = o.liveView()
 		idle = 0
-		qbuf = o.rd.Buffered()
+		qbuf = o.qbuf
 		for _, a := range args {
 			argvMem += len(a)
 		}
@@ -1465,6 +1467,7 @@ func (s *Server) applyParam(p *configParam, v string) {
 			s.cfg.MaxBulkLen = n
 		} else {
 			s.cfg.MaxQueryBuffer = n
+			s.adm.queryLimit.Store(n)
 		}
 		s.mu.Unlock()
 		return

@@ -32,6 +32,7 @@ type conn struct {
 	lastCmd  string
 	closing  bool // QUIT: close after the reply is written
 	protoErr bool
+	qbuf     int // request bytes buffered when the command began (CLIENT LIST)
 
 	// Shared with other goroutines (CLIENT LIST, pub/sub delivery).
 	mu       sync.Mutex
@@ -97,6 +98,7 @@ func (c *conn) serve() {
 		}
 		c.touch(time.Now())
 		c.srv.stats.commands.Add(1)
+		c.qbuf = c.rd.Buffered()
 		c.run(args)
 		if c.closing {
 			c.flush()
@@ -119,13 +121,7 @@ func (c *conn) run(args [][]byte) {
 	start := time.Now()
 	c.adm.beginCommand()
 	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				c.srv.cfg.Logger.Error("server: panic serving a command",
-					"client", c.id, "addr", c.addr, "command", c.lastCmd, "panic", p, "stack", string(debug.Stack()))
-				c.reply(resp.Err("ERR internal error"))
-			}
-		}()
+		defer c.recoverCommand()
 		c.dispatch(args)
 	}()
 	if c.lc.pending {
@@ -133,6 +129,16 @@ func (c *conn) run(args [][]byte) {
 		return
 	}
 	c.endCommand(time.Since(start))
+}
+
+// recoverCommand, deferred around the parts of a command that run a
+// handler, turns a panic into a logged error and an error reply.
+func (c *conn) recoverCommand() {
+	if p := recover(); p != nil {
+		c.srv.cfg.Logger.Error("server: panic serving a command",
+			"client", c.id, "addr", c.addr, "command", c.lastCmd, "panic", p, "stack", string(debug.Stack()))
+		c.reply(resp.Err("ERR internal error"))
+	}
 }
 
 // outLen is how much output is queued and not yet taken for writing.
@@ -188,8 +194,8 @@ func (c *conn) reply(r resp.Reply) {
 		return
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock() // a reply that cannot be encoded panics: see recoverCommand
 	c.out = r.Append(c.out)
-	c.mu.Unlock()
 }
 
 // flush writes everything queued.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -254,7 +255,7 @@ func (l *eventLoop) readable(c *conn) {
 	switch {
 	case n > 0:
 		c.rd.Commit(n)
-		if int64(c.rd.Buffered()) > c.srv.cfg.MaxQueryBuffer {
+		if int64(c.rd.Buffered()) > c.srv.adm.queryLimit.Load() {
 			l.close(c) // a busy client piling up requests
 			return
 		}
@@ -285,6 +286,7 @@ func (l *eventLoop) process(c *conn) {
 		}
 		c.touch(l.now)
 		c.srv.stats.commands.Add(1)
+		c.qbuf = c.rd.Buffered()
 		cs, isConn := lookupConn(args[0])
 		if isConn && cs.flags&mayBlock != 0 && c.multi == nil || l.async != nil && !c.asyncWrite(isConn, args) {
 			// A command that may wait: WAIT, DEBUG SLEEP, and with a
@@ -325,26 +327,53 @@ func (c *conn) asyncWrite(isConn bool, args [][]byte) bool {
 // backend that cannot start it without waiting gets it on a goroutine.
 func (c *conn) applyAsync(cmd fsm.Command) {
 	l := c.lc.lp
-	c.lc.busy, c.lc.pending = true, true
 	done := func(res fsm.Result, err error) {
 		l.post(loopTask{kind: taskApplied, c: c, res: res, err: err})
 	}
-	if l.async.StartApply(cmd, done) {
+	if c.startApply(cmd, done) {
 		return
 	}
 	// The request's arguments stay valid meanwhile: the reader's arena
 	// is reused only for the connection's next request.
+	c.lc.busy, c.lc.pending = true, true
 	l.s.wg.Add(1)
 	go func() {
 		defer l.s.wg.Done()
-		done(c.srv.backend.Apply(context.Background(), cmd))
+		res, err := fsm.Result{}, errInternal
+		defer func() {
+			if p := recover(); p != nil {
+				c.srv.cfg.Logger.Error("server: panic applying a command",
+					"client", c.id, "command", c.lastCmd, "panic", p, "stack", string(debug.Stack()))
+			}
+			done(res, err)
+		}()
+		res, err = c.srv.backend.Apply(context.Background(), cmd)
 	}()
 }
 
-// applied finishes a write that applyAsync started.
+// startApply calls the backend's StartApply; the connection is busy if it
+// accepted. (A panic in it leaves the connection as it was, for run's
+// recovery to answer.)
+func (c *conn) startApply(cmd fsm.Command, done func(fsm.Result, error)) bool {
+	c.lc.busy, c.lc.pending = true, true
+	ok := false
+	defer func() {
+		if !ok {
+			c.lc.busy, c.lc.pending = false, false
+		}
+	}()
+	ok = c.lc.lp.async.StartApply(cmd, done)
+	return ok
+}
+
+// errInternal answers a command whose backend call panicked.
+var errInternal = errors.New("internal error")
+
+// applied finishes a write that applyAsync started, with run's recovery.
 func (c *conn) applied(res fsm.Result, err error) {
+	defer func() { c.endCommand(time.Since(c.lc.started)) }()
+	defer c.recoverCommand()
 	c.keyspaceReply(c.adm.spec, res, err)
-	c.endCommand(time.Since(c.lc.started))
 }
 
 // updateInterest registers for what c can use now: reads unless the
