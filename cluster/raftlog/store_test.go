@@ -568,3 +568,29 @@ func TestStoreDamageBeforeLaterAppendFails(t *testing.T) {
 		})
 	}
 }
+
+// A compaction that removed several segments and crashed before its
+// directory sync may leave any of them: those below the first index are
+// dropped whatever order their removals reached the disk in.
+func TestStoreCompactionLeftoversInAnyOrder(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 600)
+	appendChunks(t, s, 1, 60, 1)
+	s.Close()
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	slices.Sort(segs)
+	if len(segs) < 4 {
+		t.Fatalf("%d segments", len(segs))
+	}
+	var keep uint64 // the base of the third segment: the new first index
+	fmt.Sscanf(filepath.Base(segs[2]), "%d.seg", &keep)
+	if err := writeMeta(dir, keep); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(segs[1]) // the second went, the first did not
+	s = open(t, dir, 600)
+	checkRange(t, s, keep, 60, term1)
+	if left, _ := filepath.Glob(filepath.Join(dir, "*.seg")); len(left) != len(segs)-2 {
+		t.Fatalf("%d segments left, want %d", len(left), len(segs)-2)
+	}
+}
