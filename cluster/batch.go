@@ -13,9 +13,8 @@ import (
 
 // Group commit. Every log entry costs the same whatever it carries: a
 // raft future, msgpack encoding for the transport, a write and an fsync
-// of the log store on every node. So the
-// leader's proposer packs all commands that are waiting when it is ready
-// to propose into one entry (a version-2 envelope), with at most
+// of the log store on every node. So the leader's proposer packs all
+// commands that are waiting when it is ready to propose into one entry (a version-2 envelope), with at most
 // batchInflight entries proposed and not yet answered. Under load the
 // commands that arrive while those are being committed form the next
 // entry; a lone command is proposed at once, on its own, as a version-1

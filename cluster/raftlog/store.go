@@ -128,7 +128,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := s.load(); err != nil {
-		s.closeSegs(s.segs)
+		s.closeSegs(s.segs) // those kept before a late failure
 		return nil, err
 	}
 	s.prepareSpare()
@@ -153,15 +153,7 @@ func zeroFile(path string, size int64, stop *atomic.Bool) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	zeros := make([]byte, 1<<20)
-	for off := int64(0); off < size && err == nil; off += int64(len(zeros)) {
-		if stop.Load() {
-			err = ErrClosed
-			break
-		}
-		_, err = f.WriteAt(zeros[:min(int64(len(zeros)), size-off)], off)
-	}
-	if err == nil {
+	if err = writeZeros(f, 0, size, stop); err == nil {
 		err = f.Sync()
 	}
 	if err != nil {
@@ -350,13 +342,25 @@ func laterAppend(data []byte, off int64, want uint64) (int64, bool) {
 
 // zeroRange writes zeros over [from, to) of f and syncs it.
 func zeroRange(f *os.File, from, to int64) error {
-	zeros := make([]byte, min(to-from, 1<<20))
+	if err := writeZeros(f, from, to, nil); err != nil {
+		return err
+	}
+	return fdatasync(f)
+}
+
+// writeZeros writes zeros over [from, to) of f, a MiB at a time, giving up
+// with ErrClosed if stop (when not nil) is set meanwhile.
+func writeZeros(f *os.File, from, to int64, stop *atomic.Bool) error {
+	zeros := make([]byte, min(max(to-from, 0), 1<<20))
 	for off := from; off < to; off += int64(len(zeros)) {
+		if stop != nil && stop.Load() {
+			return ErrClosed
+		}
 		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), to-off)], off); err != nil {
 			return err
 		}
 	}
-	return fdatasync(f)
+	return nil
 }
 
 // decodeRecord decodes the record at the start of b into l and returns its
