@@ -24,6 +24,8 @@ test-go: deps build ## install missing test dependencies, vet, then run every Go
 	$(GO) vet $(PKGS)
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt: files above need formatting" && exit 1)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	@echo "the raw system call paths (raft transport, log appends), which -race builds replace:"
+	$(GO) test -count=1 -timeout 10m . ./cluster/...
 
 race: test-go ## alias of test-go (the Go tests always run under -race)
 

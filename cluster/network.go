@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -97,8 +98,68 @@ type streamLayer struct {
 	id string
 }
 
+func (s *streamLayer) Accept() (net.Conn, error) {
+	c, err := s.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return fastConn(c), nil
+}
+
 func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return s.nw.dial(ctx, s.id, string(addr))
+	c, err := s.nw.dial(ctx, s.id, string(addr))
+	if err != nil {
+		return nil, err
+	}
+	return fastConn(c), nil
+}
+
+// tcpStream is raft's transport stream over TCP, as raft's own
+// TCPStreamLayer but with connections that read and write through
+// fastConn.
+type tcpStream struct {
+	ln        net.Listener
+	advertise net.Addr
+}
+
+// listenTCP listens on bind for raft's transport; advertise, if not nil,
+// is the address the other nodes are told, else the listener's.
+func listenTCP(bind string, advertise net.Addr) (*tcpStream, error) {
+	ln, err := net.Listen("tcp", bind)
+	if err != nil {
+		return nil, err
+	}
+	s := &tcpStream{ln: ln, advertise: advertise}
+	if a, ok := s.Addr().(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
+		ln.Close()
+		return nil, fmt.Errorf("raft address %s cannot be reached by other nodes: give a host, not a wildcard", s.Addr())
+	}
+	return s, nil
+}
+
+func (s *tcpStream) Accept() (net.Conn, error) {
+	c, err := s.ln.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return fastConn(c), nil
+}
+
+func (s *tcpStream) Close() error { return s.ln.Close() }
+
+func (s *tcpStream) Addr() net.Addr {
+	if s.advertise != nil {
+		return s.advertise
+	}
+	return s.ln.Addr()
+}
+
+func (s *tcpStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout("tcp", string(addr), timeout)
+	if err != nil {
+		return nil, err
+	}
+	return fastConn(c), nil
 }

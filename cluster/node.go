@@ -205,7 +205,12 @@ func NewNode(cfg Config) (*Node, error) {
 		if addr.Port == 0 {
 			advertise = nil // the listener's own address
 		}
-		n.transport, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 8, 5*time.Second, rc.Logger)
+		var stream *tcpStream
+		if stream, err = listenTCP(cfg.RaftAddr, advertise); err == nil {
+			n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+				Stream: stream, MaxPool: 8, Timeout: 5 * time.Second, Logger: rc.Logger,
+			})
+		}
 	}
 	if err != nil {
 		n.closeStores()

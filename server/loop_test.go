@@ -275,3 +275,38 @@ func TestEventLoopKillBeforeAdd(t *testing.T) {
 		t.Fatalf("the loop registered killed connection %d under fd %d", c.id, fd)
 	}
 }
+
+// An idle loop waits in the Go runtime's poller; one that could not
+// register there blocks in epoll_wait and serves the same: replies,
+// wake-ups for posted tasks (a new connection, a DEBUG SLEEP's end, a
+// pub/sub message from another connection).
+func TestEventLoopWaits(t *testing.T) {
+	for _, blocking := range []bool{false, true} {
+		t.Run(fmt.Sprintf("blocking=%v", blocking), func(t *testing.T) {
+			testNoPoller.Store(blocking)
+			t.Cleanup(func() { testNoPoller.Store(false) })
+			s := newTestServer(t)
+			sub := dial(t, s.addr) // the first connection starts the loop
+			sub.must(arr(bulk("subscribe"), bulk("ch"), integer(1)), "subscribe", "ch")
+			testNoPoller.Store(false)
+			l := loopOf(s)
+			if l == nil {
+				t.Fatal("no event loop")
+			}
+			if got := l.epoll == nil; got != blocking {
+				t.Fatalf("loop outside the poller: %v, want %v", got, blocking)
+			}
+			for i := 0; i < 20; i++ {
+				time.Sleep(time.Millisecond) // let the loop go idle between rounds
+				c := dial(t, s.addr)
+				c.must(status("OK"), "set", "k", strconv.Itoa(i))
+				c.must(status("OK"), "debug", "sleep", "0")
+				c.must(integer(1), "publish", "ch", strconv.Itoa(i))
+				if got, want := sub.readRaw(), arr(bulk("message"), bulk("ch"), bulk(strconv.Itoa(i))); got != want {
+					t.Fatalf("subscriber got %q, want %q", got, want)
+				}
+				c.must(bulk(strconv.Itoa(i)), "get", "k")
+			}
+		})
+	}
+}

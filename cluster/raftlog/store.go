@@ -568,11 +568,11 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		b = append(h[:], b...)
 		at = 0
 	}
-	if _, err := tail.f.WriteAt(b, at); err != nil {
+	if err := appendWrite(tail.f, b, at); err != nil {
 		s.discard(tail, newSeg, at, int64(len(b)))
 		return fmt.Errorf("raftlog: append: %w", err)
 	}
-	if err := fdatasync(tail.f); err != nil {
+	if err := appendSync(tail.f); err != nil {
 		s.discard(tail, newSeg, at, int64(len(b)))
 		return fmt.Errorf("raftlog: append: %w", err)
 	}
