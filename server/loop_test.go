@@ -276,25 +276,26 @@ func TestEventLoopKillBeforeAdd(t *testing.T) {
 	}
 }
 
-// An idle loop waits in the Go runtime's poller; one that could not
-// register there blocks in epoll_wait and serves the same: replies,
-// wake-ups for posted tasks (a new connection, a DEBUG SLEEP's end, a
-// pub/sub message from another connection).
+// An idle loop waits in the Go runtime's poller (a cluster node's) or
+// blocks in epoll_wait (a single node's, or one that could not register
+// in the poller); both serve the same: replies, wake-ups for posted tasks
+// (a new connection, a DEBUG SLEEP's end, a pub/sub message from another
+// connection).
 func TestEventLoopWaits(t *testing.T) {
-	for _, blocking := range []bool{false, true} {
-		t.Run(fmt.Sprintf("blocking=%v", blocking), func(t *testing.T) {
-			testNoPoller.Store(blocking)
-			t.Cleanup(func() { testNoPoller.Store(false) })
+	for _, mode := range []int32{0, waitPoller, waitBlocking} {
+		t.Run(fmt.Sprintf("mode=%d", mode), func(t *testing.T) {
+			testLoopWait.Store(mode)
+			t.Cleanup(func() { testLoopWait.Store(0) })
 			s := newTestServer(t)
 			sub := dial(t, s.addr) // the first connection starts the loop
 			sub.must(arr(bulk("subscribe"), bulk("ch"), integer(1)), "subscribe", "ch")
-			testNoPoller.Store(false)
+			testLoopWait.Store(0)
 			l := loopOf(s)
 			if l == nil {
 				t.Fatal("no event loop")
 			}
-			if got := l.epoll == nil; got != blocking {
-				t.Fatalf("loop outside the poller: %v, want %v", got, blocking)
+			if got, want := l.epoll != nil, mode == waitPoller; got != want {
+				t.Fatalf("loop in the poller: %v, want %v", got, want)
 			}
 			for i := 0; i < 20; i++ {
 				time.Sleep(time.Millisecond) // let the loop go idle between rounds
