@@ -43,7 +43,10 @@
 // # Crashes
 //
 // An append writes the records after the last one and then fdatasyncs;
-// raft is told the entries are stored only after that. Records end at a
+// raft is told the entries are stored only after that. On Linux both are
+// raw system calls that keep the goroutine's P (appendio_linux.go): the
+// scheduler's bookkeeping for a blocking call cost two thread switches and
+// woke the runtime's monitor thread on every append. Records end at a
 // zero length. On opening, every segment is read and checked: a record that
 // is cut short or fails its CRC ends the log if it is in the last segment
 // (the tail of an append that never completed, so never acknowledged) and
