@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -41,8 +42,11 @@ type applyFunc func(data []byte, timeout time.Duration) raft.ApplyFuture
 type proposal struct {
 	env  []byte       // its version-1 envelope, time stamp included
 	done chan outcome // buffered: the answer never waits for the caller
-	// cb, if set, takes the answer instead of done (submit).
-	cb func(outcome)
+	// cb, if set, takes the answer instead of done (submit), once:
+	// answered guards it, since the sweeper may answer first.
+	cb       func(outcome)
+	answered atomic.Bool
+	at       time.Time // when it was queued (submit)
 	// Under proposer.mu:
 	taken     bool // in an entry handed to raft
 	abandoned bool // its caller gave up before it was taken
@@ -57,6 +61,7 @@ type outcome struct {
 type inflightEntry struct {
 	props []*proposal
 	f     raft.ApplyFuture
+	at    time.Time // when it was proposed
 }
 
 // proposer is a node's group commit. It runs for the node's whole life;
@@ -70,6 +75,9 @@ type proposer struct {
 	mu     sync.Mutex
 	queue  []*proposal
 	closed bool
+
+	flyMu  sync.Mutex
+	flying []inflightEntry // proposed, not yet answered by the completer; for the sweeper
 
 	wake     chan struct{}      // a proposal was queued (capacity 1)
 	slots    chan struct{}      // one per entry in flight
@@ -95,10 +103,14 @@ func newProposer(apply applyFunc, timeout time.Duration, inflight int, stop <-ch
 // flusher proposed has been answered. Raft answers those when it shuts
 // down at the latest, and a node shuts raft down only after wg is done.
 func (p *proposer) start(wg *sync.WaitGroup) {
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		p.flushLoop()
+	}()
+	go func() {
+		defer wg.Done()
+		p.sweepLoop()
 	}()
 	go p.completeLoop()
 }
@@ -148,11 +160,11 @@ func (p *proposer) propose(ctx context.Context, env []byte) (fsm.Result, error) 
 // lost or raft shuts down at the latest), and commands still queued when
 // the proposer stops get ErrNotLeader.
 func (p *proposer) submit(env []byte, cb func(outcome)) {
-	pr := &proposal{env: env, cb: cb}
+	pr := &proposal{env: env, cb: cb, at: time.Now()}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		cb(outcome{err: ErrNotLeader})
+		pr.deliver(outcome{err: ErrNotLeader})
 		return
 	}
 	p.queue = append(p.queue, pr)
@@ -163,13 +175,69 @@ func (p *proposer) submit(env []byte, cb func(outcome)) {
 	}
 }
 
-// deliver hands pr its outcome.
+// deliver hands pr its outcome; a callback gets only the first.
 func (pr *proposal) deliver(o outcome) {
 	if pr.cb != nil {
-		pr.cb(o)
+		if pr.answered.CompareAndSwap(false, true) {
+			pr.cb(o)
+		}
 		return
 	}
 	pr.done <- o
+}
+
+// sweepLoop bounds how long a submitted command waits, as a waiting
+// caller's context does for propose: one still queued after the timeout
+// is dropped and answered ErrNotLeader (nothing was proposed, so nothing
+// applied; the caller may retry it), one in an entry raft has not answered
+// after the timeout gets ErrUnknownOutcome. Raft answers every entry when
+// it loses leadership, so this matters when it does not: a leader whose
+// disk stalls, say. The entry's real answer, when it comes, is dropped.
+func (p *proposer) sweepLoop() {
+	every := min(max(p.timeout/10, 10*time.Millisecond), time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+		p.sweep(time.Now())
+	}
+}
+
+// sweep answers the submitted commands that have waited longer than the
+// timeout at now.
+func (p *proposer) sweep(now time.Time) {
+	var late []*proposal
+	p.mu.Lock()
+	for _, pr := range p.queue {
+		if pr.cb != nil && !pr.abandoned && now.Sub(pr.at) > p.timeout {
+			pr.abandoned = true
+			late = append(late, pr)
+		}
+	}
+	p.mu.Unlock()
+	for _, pr := range late {
+		pr.deliver(outcome{err: ErrNotLeader})
+	}
+	late = late[:0]
+	p.flyMu.Lock()
+	for _, e := range p.flying {
+		if now.Sub(e.at) <= p.timeout {
+			break // proposed in order: the rest are younger
+		}
+		for _, pr := range e.props {
+			if pr.cb != nil && !pr.answered.Load() {
+				late = append(late, pr)
+			}
+		}
+	}
+	p.flyMu.Unlock()
+	for _, pr := range late {
+		pr.deliver(outcome{err: ErrUnknownOutcome})
+	}
 }
 
 // take removes the next entry's worth of proposals from the queue.
@@ -230,7 +298,12 @@ func (p *proposer) flushLoop() {
 				<-p.slots
 				break
 			}
-			p.inflight <- inflightEntry{props: props, f: p.apply(entryData(props), p.timeout)}
+			e := inflightEntry{props: props, at: time.Now()}
+			e.f = p.apply(entryData(props), p.timeout)
+			p.flyMu.Lock()
+			p.flying = append(p.flying, e)
+			p.flyMu.Unlock()
+			p.inflight <- e
 		}
 	}
 }
@@ -260,6 +333,11 @@ func (p *proposer) completeLoop() {
 		if err == nil {
 			resp = e.f.Response()
 		}
+		p.flyMu.Lock()
+		n := copy(p.flying, p.flying[1:])
+		p.flying[n] = inflightEntry{}
+		p.flying = p.flying[:n]
+		p.flyMu.Unlock()
 		<-p.slots
 		answer(e.props, resp, err)
 	}

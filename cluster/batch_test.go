@@ -422,3 +422,63 @@ func TestProposerSubmit(t *testing.T) {
 	default:
 	}
 }
+
+// A submitted command waits no longer than the proposer's timeout: one in
+// an entry raft does not answer gets ErrUnknownOutcome, one still queued
+// behind it ErrNotLeader and is never proposed; each callback runs once,
+// and raft's late answer is dropped.
+func TestProposerSubmitTimeout(t *testing.T) {
+	l := newFakeLog()
+	l.hold = true
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	const timeout = 100 * time.Millisecond
+	p := newProposer(l.apply, timeout, 1, stop)
+	p.start(&wg)
+	defer func() {
+		close(stop)
+		wg.Wait()
+		<-p.done
+	}()
+
+	type got struct {
+		name string
+		err  error
+		at   time.Duration
+	}
+	results := make(chan got, 10)
+	start := time.Now()
+	submit := func(s string) {
+		p.submit(envFor(s), func(o outcome) { results <- got{s, o.err, time.Since(start)} })
+	}
+	submit("proposed")
+	<-l.next // in flight, and raft never answers it
+	submit("queued")
+	waitQueued(t, p, 1)
+	want := map[string]error{"proposed": ErrUnknownOutcome, "queued": ErrNotLeader}
+	for i := 0; i < 2; i++ {
+		var r got
+		select {
+		case r = <-results:
+		case <-time.After(50 * timeout):
+			t.Fatal("no answer long after the timeout")
+		}
+		if !errors.Is(r.err, want[r.name]) {
+			t.Fatalf("%s: %v, want %v", r.name, r.err, want[r.name])
+		}
+		if r.at < timeout {
+			t.Fatalf("%s answered after %v, before the timeout", r.name, r.at)
+		}
+	}
+	l.release() // raft's answer comes after all
+	select {
+	case r := <-l.next:
+		t.Fatalf("the dropped command was proposed: %v", r)
+	case r := <-results:
+		t.Fatalf("a second answer: %+v", r)
+	case <-time.After(3 * timeout):
+	}
+	if entries, commands := l.count(); entries != 1 || commands != 1 {
+		t.Fatalf("%d commands in %d entries, want 1 in 1", commands, entries)
+	}
+}

@@ -132,7 +132,10 @@ func (n *Node) ApplyLocal(ctx context.Context, cmd fsm.Command) (fsm.Result, err
 // retried through Apply, which forwards to the new leader or waits for one,
 // as a waiting caller's would be. cmd is encoded before StartApply returns.
 // It returns false, having done nothing, when the caller should use Apply
-// instead (a follower, a removed node, a leader not ready yet).
+// instead (a follower, a removed node, a leader not ready yet). Like Apply
+// it is bounded by the node's CommandTimeout: a command still queued then
+// gets ErrNoLeader, one proposed and not answered ErrUnknownOutcome (the
+// proposer's sweeper).
 func (n *Node) StartApply(cmd fsm.Command, done func(fsm.Result, error)) bool {
 	if n.removed() || !n.IsLeader() {
 		return false
@@ -142,9 +145,16 @@ func (n *Node) StartApply(cmd fsm.Command, done func(fsm.Result, error)) bool {
 		return false
 	}
 	env := AppendEntry(nil, Entry{Time: ts, Cmd: cmd})
+	start := time.Now()
 	n.prop.submit(env, func(o outcome) {
 		if o.err == nil || !retryable(o.err) {
 			done(o.res, o.err)
+			return
+		}
+		if time.Since(start) >= n.cfg.CommandTimeout {
+			// Not proposed within the time a command may wait (the
+			// proposer's sweeper gave up on it): as route's deadline.
+			done(fsm.Result{}, ErrNoLeader)
 			return
 		}
 		go func() {
