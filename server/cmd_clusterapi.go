@@ -89,6 +89,9 @@ func (s *Server) topology(c *conn) (topology, bool, error) {
 		members = append([]cluster.Member{{ID: me}}, members...)
 	}
 	for _, m := range members {
+		if m.Leader && m.RESPAddr != "" {
+			s.discovery().knowLeader(m.ID, m.RESPAddr)
+		}
 		if m.ID == me && m.RESPAddr == "" {
 			m.RESPAddr = s.Addr().String()
 		}

@@ -105,6 +105,18 @@ func (d *Discovery) leaderChanged(id, addr string) {
 	d.srv.cfg.Logger.Info("sentinel: +switch-master", "master", d.masterName, "from", old, "to", addr)
 }
 
+// knowLeader records the leader a command is about to report if none is
+// known here yet (the watcher may not have run): once a client has been
+// told who the master is, a change of master must be announced. A leader
+// other than the known one is the watcher's to record, and to announce.
+func (d *Discovery) knowLeader(id, addr string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.leaderAddr == "" {
+		d.leaderID, d.leaderAddr, d.since = id, addr, time.Now()
+	}
+}
+
 func (d *Discovery) lastLeader() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
