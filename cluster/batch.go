@@ -61,7 +61,6 @@ type outcome struct {
 type inflightEntry struct {
 	props []*proposal
 	f     raft.ApplyFuture
-	at    time.Time // when it was proposed
 }
 
 // proposer is a node's group commit. It runs for the node's whole life;
@@ -155,10 +154,9 @@ func (p *proposer) propose(ctx context.Context, env []byte) (fsm.Result, error) 
 }
 
 // submit queues env and returns at once; cb gets the outcome, exactly
-// once, on one of the proposer's goroutines (so it must not block). It is
-// never abandoned: raft answers every proposed entry (when leadership is
-// lost or raft shuts down at the latest), and commands still queued when
-// the proposer stops get ErrNotLeader.
+// once, on one of the proposer's goroutines (so it must not block): the
+// entry's, ErrNotLeader if the proposer stops first, or the sweeper's
+// after the timeout (sweepLoop).
 func (p *proposer) submit(env []byte, cb func(outcome)) {
 	pr := &proposal{env: env, cb: cb, at: time.Now()}
 	p.mu.Lock()
@@ -225,11 +223,11 @@ func (p *proposer) sweep(now time.Time) {
 	late = late[:0]
 	p.flyMu.Lock()
 	for _, e := range p.flying {
-		if now.Sub(e.at) <= p.timeout {
-			break // proposed in order: the rest are younger
+		if first := e.props[0]; first.cb != nil && now.Sub(first.at) <= p.timeout {
+			break // queued in order: the rest are younger
 		}
 		for _, pr := range e.props {
-			if pr.cb != nil && !pr.answered.Load() {
+			if pr.cb != nil && !pr.answered.Load() && now.Sub(pr.at) > p.timeout {
 				late = append(late, pr)
 			}
 		}
@@ -298,8 +296,7 @@ func (p *proposer) flushLoop() {
 				<-p.slots
 				break
 			}
-			e := inflightEntry{props: props, at: time.Now()}
-			e.f = p.apply(entryData(props), p.timeout)
+			e := inflightEntry{props: props, f: p.apply(entryData(props), p.timeout)}
 			p.flyMu.Lock()
 			p.flying = append(p.flying, e)
 			p.flyMu.Unlock()
