@@ -209,7 +209,7 @@ func TestReadNodeConverge(t *testing.T) {
 
 func testReadNodeConverge(t *testing.T, kind string) {
 	dir := t.TempDir()
-	mk := func(id string, tamper bool) NodeState {
+	mk := func(id string, tamper bool, snapAt uint64) NodeState {
 		d := filepath.Join(dir, id)
 		os.MkdirAll(d, 0o755)
 		var store raft.LogStore
@@ -249,7 +249,7 @@ func testReadNodeConverge(t *testing.T, kind string) {
 			if err := store.StoreLog(&raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: data}); err != nil {
 				t.Fatal(err)
 			}
-			if i == 10 {
+			if i == snapAt {
 				var b bytes.Buffer
 				f.Snapshot(&b)
 				if tamper {
@@ -257,7 +257,7 @@ func testReadNodeConverge(t *testing.T, kind string) {
 					b.Reset()
 					f.Snapshot(&b)
 				}
-				sink, err := snaps.Create(raft.SnapshotVersionMax, 10, 1, raft.Configuration{}, 1, nil)
+				sink, err := snaps.Create(raft.SnapshotVersionMax, snapAt, 1, raft.Configuration{}, 1, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -267,13 +267,15 @@ func testReadNodeConverge(t *testing.T, kind string) {
 		}
 		return ReadNode(id, d, t.TempDir(), nil)
 	}
-	a, b := mk("a", false), mk("b", false)
+	// b's newest snapshot is at the last index, which the others' logs
+	// reach: its state there comes from the snapshot, with its term.
+	a, b := mk("a", false, 10), mk("b", false, 20)
 	targets := Targets(map[string][]SnapState{"a": a.Snapshots, "b": b.Snapshots}, map[string]uint64{"a": a.Last, "b": b.Last})
 	states := []NodeState{ReadNode("a", filepath.Join(dir, "a"), t.TempDir(), targets), ReadNode("b", filepath.Join(dir, "b"), t.TempDir(), targets)}
 	if v, common := CheckConverge(states); len(v) != 0 || common != 20 {
 		t.Fatalf("clean: %v at %d", v, common)
 	}
-	c := mk("c", true)
+	c := mk("c", true, 10)
 	states = append(states, ReadNode("c", filepath.Join(dir, "c"), t.TempDir(), targets))
 	_ = c
 	if v, _ := CheckConverge(states); len(v) == 0 {

@@ -67,7 +67,10 @@ func ReadNode(id, dataDir, scratch string, targets map[uint64]bool) (st NodeStat
 	if err != nil {
 		return fail(err)
 	}
-	var base []byte
+	var (
+		base     []byte
+		baseTerm uint64
+	)
 	for i, m := range metas {
 		_, rc, err := snaps.Open(m.ID)
 		if err != nil {
@@ -80,7 +83,7 @@ func ReadNode(id, dataDir, scratch string, targets map[uint64]bool) (st NodeStat
 		}
 		st.Snapshots = append(st.Snapshots, SnapState{Index: m.Index, Term: m.Term, Digest: digest(b)})
 		if i == 0 { // List returns the newest first: raft restores that one
-			base, st.BaseIndex = b, m.Index
+			base, st.BaseIndex, baseTerm = b, m.Index, m.Term
 		}
 	}
 	if st.First, err = store.FirstIndex(); err != nil {
@@ -111,6 +114,7 @@ func ReadNode(id, dataDir, scratch string, targets map[uint64]bool) (st NodeStat
 		return nil
 	}
 	if targets[st.BaseIndex] && base != nil {
+		st.Terms[st.BaseIndex] = baseTerm // the log may not hold that entry
 		if err := record(st.BaseIndex); err != nil {
 			return fail(err)
 		}
