@@ -367,8 +367,8 @@ func (n *Node) becomeLeader() {
 	}
 	// Commit one entry the state machine sees before serving: the no-op and
 	// the barrier of this term are not passed to the state machine, so
-	// until a command follows them the commit index is ahead of what
-	// ReadIndex could ever wait for.
+	// until a command follows them the commit index is ahead of what a
+	// read could ever wait for.
 	f := n.raft.Apply(AppendEntry(nil, Entry{Time: base, Cmd: fsm.TickCommand()}), n.cfg.CommandTimeout)
 	if err := f.Error(); err != nil {
 		n.cfg.Logger.Warn("first entry of the term failed", "term", term, "err", err)

@@ -48,8 +48,9 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 		})
 }
 
-// Read serves a read-only command linearizably: on the leader after a
-// ReadIndex check, on a follower by forwarding to the leader.
+// Read serves a read-only command linearizably: on the leader once a tick
+// committed after it began has been applied (readIndex), on a follower by
+// forwarding to the leader.
 func (n *Node) Read(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	return n.route(ctx, func(ctx context.Context) (fsm.Result, error) { return n.ReadLocal(ctx, cmd) },
 		func(ctx context.Context, addr string) (fsm.Result, error) {

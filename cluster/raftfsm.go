@@ -13,8 +13,8 @@ import (
 )
 
 // raftFSM adapts the state machine to hashicorp/raft. Raft calls Apply,
-// ApplyBatch, Snapshot and Restore from one goroutine; reads served by
-// ReadIndex take the same lock.
+// ApplyBatch, Snapshot and Restore from one goroutine; reads take the
+// same lock.
 type raftFSM struct {
 	mu      sync.Mutex
 	fsm     *fsm.FSM

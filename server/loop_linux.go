@@ -236,7 +236,10 @@ func (l *eventLoop) wait() int {
 		if err == nil && errno == 0 {
 			return n
 		}
-		l.s.cfg.Logger.Error("server: epoll_wait failed", "err", errors.Join(err, errnoErr(errno)))
+		if err == nil {
+			err = errno
+		}
+		l.s.cfg.Logger.Error("server: epoll_wait failed", "err", err)
 		time.Sleep(10 * time.Millisecond) // not a hot loop of errors
 		return 0
 	}
@@ -264,14 +267,6 @@ func (l *eventLoop) poll() (int, syscall.Errno) {
 		return 0, errno
 	}
 	return int(r), 0
-}
-
-// errnoErr is e as an error, nil for 0.
-func errnoErr(e syscall.Errno) error {
-	if e == 0 {
-		return nil
-	}
-	return e
 }
 
 // runTasks runs what other goroutines posted. It reports whether the
