@@ -61,7 +61,12 @@ func (n *Node) AddVoter(id, raftAddr string) error {
 	if !n.IsLeader() {
 		return ErrNotLeader
 	}
-	if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.CommandTimeout).Error(); err != nil {
+	f := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.CommandTimeout)
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("cluster: add voter %s: %w", id, err)
+	}
+	// Committed may still mean not on this leader's disk (durable.go).
+	if err := n.waitDurable(f.Index()); err != nil {
 		return fmt.Errorf("cluster: add voter %s: %w", id, err)
 	}
 	return nil
@@ -76,7 +81,11 @@ func (n *Node) RemoveServer(id string) error {
 	n.fsm.mu.Lock()
 	addr, _ := n.state.NodeAddr(id)
 	n.fsm.mu.Unlock()
-	if err := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.CommandTimeout).Error(); err != nil {
+	f := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.CommandTimeout)
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("cluster: remove %s: %w", id, err)
+	}
+	if err := n.waitDurable(f.Index()); err != nil {
 		return fmt.Errorf("cluster: remove %s: %w", id, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CommandTimeout)

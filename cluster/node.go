@@ -15,6 +15,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/deadbolt/deadbolt/cluster/raftlog"
+
 	"github.com/deadbolt/deadbolt/fsm"
 )
 
@@ -92,9 +94,13 @@ type Node struct {
 	fsm       *raftFSM
 	state     *fsm.FSM
 	transport *raft.NetworkTransport
-	closers   []io.Closer
-	fwd       *forwarder
-	prop      *proposer
+	// raftRef is raft once NewRaft has returned, for the log store's
+	// goroutine; durable is the log store if it defers syncs.
+	raftRef atomic.Pointer[raft.Raft]
+	durable durability
+	closers []io.Closer
+	fwd     *forwarder
+	prop    *proposer
 
 	tmu      sync.Mutex
 	lead     leaderTime
@@ -169,10 +175,25 @@ func NewNode(cfg Config) (*Node, error) {
 			return nil, err
 		}
 		n.closers = append(n.closers, closer)
+		if rl, ok := store.(*raftlog.Store); ok {
+			// The leader's appends are synced while it replicates them
+			// (durable.go); a follower's before it acknowledges them.
+			rl.DeferSyncWhen(func() bool {
+				r := n.raftRef.Load()
+				return r != nil && r.State() == raft.Leader
+			})
+			n.durable = rl
+			n.fsm.durable = rl
+		}
 		stable = st
-		if logs, err = raft.NewLogCache(logCacheSize, store); err != nil {
+		cache, err := raft.NewLogCache(logCacheSize, store)
+		if err != nil {
 			n.closeStores()
 			return nil, err
+		}
+		logs = cache
+		if rl, ok := store.(*raftlog.Store); ok {
+			logs = heldLogs{cache, rl}
 		}
 		snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, rc.Logger)
 		if err != nil {
@@ -223,12 +244,17 @@ func NewNode(cfg Config) (*Node, error) {
 		n.closeStores()
 		return nil, err
 	}
-	n.raft, err = raft.NewRaft(rc, n.fsm, logs, stable, snaps, n.transport)
+	var trans raft.Transport = n.transport
+	if n.durable != nil {
+		trans = &durableTransport{n.transport, n.durable}
+	}
+	n.raft, err = raft.NewRaft(rc, n.fsm, logs, stable, snaps, trans)
 	if err != nil {
 		n.transport.Close()
 		n.closeStores()
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
+	n.raftRef.Store(n.raft)
 	n.prop = newProposer(n.raft.Apply, cfg.CommandTimeout, batchInflight, n.stop)
 	n.prop.start(&n.wg)
 	if !hasState && len(cfg.Peers) > 0 {

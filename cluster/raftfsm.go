@@ -3,7 +3,9 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"github.com/deadbolt/deadbolt/cluster/raftlog"
 	"io"
 	"sync"
 
@@ -25,6 +27,9 @@ type raftFSM struct {
 	// entries up to it were delivered before the restart, so replaying
 	// them publishes nothing.
 	replayUntil uint64
+	// durable is the log store if it defers the leader's syncs: an entry
+	// is applied only once it is on this node's disk (durable.go).
+	durable durability
 }
 
 func newRaftFSM(f *fsm.FSM, deliver Deliverer) *raftFSM {
@@ -33,15 +38,20 @@ func newRaftFSM(f *fsm.FSM, deliver Deliverer) *raftFSM {
 	return r
 }
 
-// Apply applies one committed entry.
+// Apply applies one committed entry, once it is durable here.
 func (r *raftFSM) Apply(l *raft.Log) interface{} {
+	r.waitDurable(l.Index)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.applyLocked(l)
 }
 
-// ApplyBatch applies committed entries in order under one lock.
+// ApplyBatch applies committed entries in order under one lock, once they
+// are durable here (durable.go).
 func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	if len(logs) > 0 {
+		r.waitDurable(logs[len(logs)-1].Index)
+	}
 	out := make([]interface{}, len(logs))
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -49,6 +59,19 @@ func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		out[i] = r.applyLocked(l)
 	}
 	return out
+}
+
+// waitDurable waits until the log holds the entries up to index on disk.
+// A failed sync of the leader's own log leaves it unable to tell what it
+// may apply: the node stops (a deferred sync never failed before raft saw
+// an error; with one it no longer knows what its disk holds).
+func (r *raftFSM) waitDurable(index uint64) {
+	if r.durable == nil {
+		return
+	}
+	if err := r.durable.WaitDurable(index); err != nil && !errors.Is(err, raftlog.ErrClosed) {
+		panic(fmt.Sprintf("cluster: the log could not be synced, entry %d cannot be applied: %v", index, err))
+	}
 }
 
 // applyLocked applies one entry: a command (its fsm.Result) or a batch

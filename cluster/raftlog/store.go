@@ -78,6 +78,8 @@ type Store struct {
 	closed      bool
 
 	stable *stable
+
+	def deferred // appends synced after StoreLogs returns (deferred.go)
 }
 
 type segment struct {
@@ -114,6 +116,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{dir: dir, segSize: opts.SegmentSize}
+	s.def.cond = sync.NewCond(&s.def.mu)
 	if s.segSize <= 0 {
 		s.segSize = DefaultSegmentSize
 	}
@@ -519,6 +522,9 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if closed {
 		return ErrClosed
 	}
+	if err := s.syncErr(); err != nil {
+		return err
+	}
 	next := logs[0].Index
 	if next == 0 || (last != 0 && next != last+1) {
 		return fmt.Errorf("raftlog: entry %d does not follow %d", next, last)
@@ -550,6 +556,11 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	}
 	newSeg := false
 	if tail == nil || last == 0 || tail.size > headerSize && tail.size+int64(len(b)) > tail.cap {
+		// What the last file holds unsynced is synced before the next
+		// file takes appends: one file has appends waiting at a time.
+		if err := s.flushPending(); err != nil {
+			return err
+		}
 		var err error
 		if tail, err = s.newSegment(next); err != nil {
 			return err
@@ -572,9 +583,12 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		s.discard(tail, newSeg, at, int64(len(b)))
 		return fmt.Errorf("raftlog: append: %w", err)
 	}
-	if err := appendSync(tail.f); err != nil {
-		s.discard(tail, newSeg, at, int64(len(b)))
-		return fmt.Errorf("raftlog: append: %w", err)
+	deferred := s.deferNow()
+	if !deferred {
+		if err := syncFile(tail.f); err != nil {
+			s.discard(tail, newSeg, at, int64(len(b)))
+			return fmt.Errorf("raftlog: append: %w", err)
+		}
 	}
 	s.mu.Lock()
 	if newSeg {
@@ -588,6 +602,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	}
 	s.last = logs[len(logs)-1].Index
 	s.mu.Unlock()
+	s.appended(tail.f, s.last, !deferred)
 	return nil
 }
 
@@ -643,6 +658,9 @@ func (s *Store) DeleteRange(min, max uint64) error {
 	if last == 0 || min > max || max < first || min > last {
 		return nil
 	}
+	if err := s.flushPending(); err != nil {
+		return err
+	}
 	switch {
 	case min <= first:
 		// A prefix, perhaps all of it. The new first index is durable
@@ -657,6 +675,7 @@ func (s *Store) DeleteRange(min, max uint64) error {
 		if max >= last {
 			drop, s.segs = s.segs, nil
 			s.first, s.last = 0, 0
+			defer s.truncated(0)
 		} else {
 			for len(s.segs) > 0 && s.segs[0].lastIndex() <= max {
 				drop = append(drop, s.segs[0])
@@ -696,6 +715,7 @@ func (s *Store) DeleteRange(min, max uint64) error {
 				return err
 			}
 		}
+		s.truncated(min - 1)
 		if cut != nil {
 			if err := zeroRange(cut.f, cutAt, cutEnd); err != nil {
 				return fmt.Errorf("raftlog: truncate: %w", err)
@@ -731,10 +751,17 @@ func (s *Store) closeSegs(segs []*segment) {
 // instead of leaving a gap in it (raft.MonotonicLogStore).
 func (s *Store) IsMonotonic() bool { return true }
 
-// Close closes the files. Further calls fail with ErrClosed.
+// Close syncs what deferred appends left unsynced and closes the files.
+// Further calls fail with ErrClosed.
 func (s *Store) Close() error {
+	s.stopSyncer()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	flushErr := s.flushPending()
+	s.def.mu.Lock()
+	s.def.closed = true
+	s.def.cond.Broadcast()
+	s.def.mu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -748,7 +775,7 @@ func (s *Store) Close() error {
 	if sp := <-s.spare; sp.f != nil {
 		sp.f.Close()
 	}
-	return nil
+	return flushErr
 }
 
 // Set, Get, SetUint64 and GetUint64 are raft's stable store.

@@ -1,0 +1,207 @@
+package cluster
+
+import (
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/deadbolt/deadbolt/fsm"
+)
+
+// fakeDurable is a log whose durable index the test moves.
+type fakeDurable struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	durable uint64
+}
+
+func newFakeDurable(at uint64) *fakeDurable {
+	d := &fakeDurable{durable: at}
+	d.cond = sync.NewCond(&d.mu)
+	return d
+}
+
+func (d *fakeDurable) WaitDurable(index uint64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for d.durable < index {
+		d.cond.Wait()
+	}
+	return nil
+}
+
+func (d *fakeDurable) set(index uint64) {
+	d.mu.Lock()
+	d.durable = index
+	d.cond.Broadcast()
+	d.mu.Unlock()
+}
+
+// notYet fails if something arrives on ch within a while; arrives waits
+// for it.
+func notYet[T any](t *testing.T, ch <-chan T, what string) {
+	t.Helper()
+	select {
+	case v := <-ch:
+		t.Fatalf("%s before the leader's sync: %v", what, v)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func arrives[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s never came", what)
+	}
+	var zero T
+	return zero
+}
+
+// The leader's transport sends no commit index that its own log has not
+// synced: plain AppendEntries (heartbeats carry none) and pipelined ones
+// wait for the sync, then go.
+func TestDurableTransportHoldsCommitIndex(t *testing.T) {
+	a, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	got := make(chan uint64, 16)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case rpc := <-b.Consumer():
+				if req, ok := rpc.Command.(*raft.AppendEntriesRequest); ok {
+					got <- req.LeaderCommitIndex
+				}
+				rpc.Respond(&raft.AppendEntriesResponse{Term: 1, Success: true}, nil)
+			}
+		}
+	}()
+	d := newFakeDurable(5)
+	tr := &durableTransport{a, d}
+	send := func(commit uint64) {
+		var resp raft.AppendEntriesResponse
+		go tr.AppendEntries("b", b.LocalAddr(), &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}, Term: 1, LeaderCommitIndex: commit}, &resp)
+	}
+	send(5)
+	if c := arrives(t, got, "commit index 5"); c != 5 {
+		t.Fatalf("sent %d", c)
+	}
+	send(7)
+	notYet(t, got, "commit index 7")
+	d.set(7)
+	if c := arrives(t, got, "commit index 7"); c != 7 {
+		t.Fatalf("sent %d", c)
+	}
+
+	p, err := tr.AppendEntriesPipeline("b", b.LocalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	go func() {
+		for range p.Consumer() {
+		}
+	}()
+	sent := make(chan error, 1)
+	go func() {
+		var resp raft.AppendEntriesResponse
+		_, err := p.AppendEntries(&raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}, Term: 1, LeaderCommitIndex: 9}, &resp)
+		sent <- err
+	}()
+	notYet(t, got, "pipelined commit index 9")
+	d.set(9)
+	if c := arrives(t, got, "pipelined commit index 9"); c != 9 {
+		t.Fatalf("sent %d", c)
+	}
+	if err := arrives(t, sent, "the pipeline's send"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The state machine applies an entry only once the log has it on disk.
+func TestFSMWaitsForDurable(t *testing.T) {
+	f := fsm.New(fsm.Options{})
+	defer f.Close()
+	r := newRaftFSM(f, nil)
+	d := newFakeDurable(1)
+	r.durable = d
+	applied := make(chan uint64, 2)
+	go func() {
+		r.ApplyBatch([]*raft.Log{{Index: 2, Type: raft.LogNoop}, {Index: 3, Type: raft.LogNoop}})
+		applied <- 3
+		r.Apply(&raft.Log{Index: 4, Type: raft.LogNoop})
+		applied <- 4
+	}()
+	notYet(t, applied, "entries 2-3 applied")
+	d.set(3)
+	arrives(t, applied, "entries 2-3 applied")
+	notYet(t, applied, "entry 4 applied")
+	d.set(4)
+	arrives(t, applied, "entry 4 applied")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.applied != 4 {
+		t.Fatalf("applied %d, want 4", r.applied)
+	}
+}
+
+// A read of an entry through heldLogs waits for SyncHeld: raft's check of
+// an entry it already holds, before acknowledging it, waits for the sync.
+func TestHeldLogsSyncFirst(t *testing.T) {
+	cache, err := raft.NewLogCache(8, raft.NewInmemStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.StoreLogs([]*raft.Log{{Index: 1, Term: 1}, {Index: 2, Term: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	h := &fakeHeld{release: make(chan struct{}), asked: make(chan uint64, 1)}
+	logs := heldLogs{cache, h}
+	got := make(chan uint64, 1)
+	go func() {
+		var l raft.Log
+		if err := logs.GetLog(2, &l); err != nil {
+			t.Error(err)
+		}
+		got <- l.Index
+	}()
+	if i := arrives(t, h.asked, "SyncHeld"); i != 2 {
+		t.Fatalf("SyncHeld(%d), want 2", i)
+	}
+	notYet(t, got, "the entry read")
+	close(h.release)
+	if i := arrives(t, got, "the entry read"); i != 2 {
+		t.Fatalf("read entry %d", i)
+	}
+	if _, ok := any(logs).(raft.MonotonicLogStore); !ok {
+		t.Fatal("heldLogs hides the cache's IsMonotonic")
+	}
+}
+
+type fakeHeld struct {
+	release chan struct{}
+	asked   chan uint64
+}
+
+func (h *fakeHeld) SyncHeld(index uint64) error {
+	h.asked <- index
+	<-h.release
+	return nil
+}

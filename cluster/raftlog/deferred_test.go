@@ -1,0 +1,204 @@
+package raftlog
+
+import (
+	"errors"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// gatedSync replaces the append sync for a test: each sync waits for the
+// gate to be open and returns fail's error, if set.
+type gatedSync struct {
+	open  chan struct{}
+	syncs atomic.Int64
+	fail  atomic.Pointer[error]
+}
+
+func gateSyncs(t *testing.T) *gatedSync {
+	g := &gatedSync{open: make(chan struct{})}
+	old := syncFile
+	syncFile = func(f *os.File) error {
+		<-g.open
+		g.syncs.Add(1)
+		if e := g.fail.Load(); e != nil {
+			return *e
+		}
+		return old(f)
+	}
+	t.Cleanup(func() { syncFile = old })
+	return g
+}
+
+// waitDone runs WaitDurable(index) on a goroutine; its result arrives on the
+// channel.
+func waitDone(s *Store, index uint64) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- s.WaitDurable(index) }()
+	return ch
+}
+
+func mustWait(t *testing.T, ch <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting")
+		return nil
+	}
+}
+
+func mustBlock(t *testing.T, ch <-chan error) {
+	t.Helper()
+	select {
+	case err := <-ch:
+		t.Fatalf("returned %v before the sync", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// A deferred append returns before its sync; its entries can be read at
+// once, and WaitDurable waits for the sync. An append that is not deferred
+// is synced before it returns, and so is everything written before it.
+// Close syncs what is left, so a reopened store has it all.
+func TestDeferredAppends(t *testing.T) {
+	g := gateSyncs(t)
+	dir := t.TempDir()
+	s, err := Open(dir, Options{SegmentSize: 1 << 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leader atomic.Bool
+	leader.Store(true)
+	s.DeferSyncWhen(leader.Load)
+
+	if err := s.StoreLogs(entries(1, 3, 1)); err != nil { // returns with the gate shut
+		t.Fatal(err)
+	}
+	checkRange(t, s, 1, 3, term1)
+	w := waitDone(s, 3)
+	mustBlock(t, w)
+	if err := s.WaitDurable(0); err != nil {
+		t.Fatal(err)
+	}
+	close(g.open)
+	if err := mustWait(t, w); err != nil {
+		t.Fatal(err)
+	}
+
+	leader.Store(false)
+	n := g.syncs.Load()
+	if err := s.StoreLogs(entries(4, 4, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if g.syncs.Load() != n+1 {
+		t.Fatal("an append that is not deferred returned without its sync")
+	}
+	if err := mustWait(t, waitDone(s, 4)); err != nil {
+		t.Fatal(err)
+	}
+
+	leader.Store(true)
+	appendChunks(t, s, 5, 60, 1) // several segments: a new one syncs the last first
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitDurable(60); err != nil {
+		t.Fatalf("after Close: %v", err)
+	}
+	s = open(t, dir, 1<<12)
+	checkRange(t, s, 1, 60, term1)
+}
+
+// A suffix deletion syncs the deferred appends first, and what is durable
+// never includes a deleted entry: WaitDurable for an index past the end
+// does not wait for entries written later at that index.
+func TestDeferredTruncation(t *testing.T) {
+	g := gateSyncs(t)
+	s := open(t, t.TempDir(), 1<<12)
+	s.DeferSyncWhen(func() bool { return true })
+	close(g.open)
+	if err := s.StoreLogs(entries(1, 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRange(6, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := mustWait(t, waitDone(s, 10)); err != nil {
+		t.Fatal(err)
+	}
+	g.open = make(chan struct{}) // shut the gate again
+	if err := s.StoreLogs(entries(6, 8, 2)); err != nil {
+		t.Fatal(err)
+	}
+	w := waitDone(s, 8)
+	mustBlock(t, w)
+	close(g.open)
+	if err := mustWait(t, w); err != nil {
+		t.Fatal(err)
+	}
+	checkRange(t, s, 1, 8, func(i uint64) uint64 {
+		if i >= 6 {
+			return 2
+		}
+		return 1
+	})
+}
+
+// A failed deferred sync is sticky: WaitDurable reports it and the store
+// refuses appends.
+func TestDeferredSyncFails(t *testing.T) {
+	g := gateSyncs(t)
+	s := open(t, t.TempDir(), 1<<12)
+	s.DeferSyncWhen(func() bool { return true })
+	bad := errors.New("disk on fire")
+	g.fail.Store(&bad)
+	if err := s.StoreLogs(entries(1, 2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	w := waitDone(s, 2)
+	close(g.open)
+	if err := mustWait(t, w); !errors.Is(err, bad) {
+		t.Fatalf("WaitDurable: %v, want %v", err, bad)
+	}
+	if err := s.StoreLogs(entries(3, 3, 1)); !errors.Is(err, bad) {
+		t.Fatalf("append after a failed sync: %v", err)
+	}
+}
+
+// SyncHeld: while appends are deferred a read does not wait; once they are
+// not (the node no longer leads), reading an entry held unsynced waits for
+// its sync, and reading one that is synced, or not held, does not.
+func TestSyncHeld(t *testing.T) {
+	g := gateSyncs(t)
+	s := open(t, t.TempDir(), 1<<12)
+	var leader atomic.Bool
+	leader.Store(true)
+	s.DeferSyncWhen(leader.Load)
+	if err := s.StoreLogs(entries(1, 3, 1)); err != nil { // the gate is shut
+		t.Fatal(err)
+	}
+	if err := s.SyncHeld(3); err != nil { // as leader: no wait
+		t.Fatal(err)
+	}
+	leader.Store(false)
+	if err := s.SyncHeld(4); err != nil { // not held: no wait
+		t.Fatal(err)
+	}
+	held := make(chan error, 1)
+	go func() { held <- s.SyncHeld(2) }()
+	mustBlock(t, held)
+	close(g.open)
+	if err := mustWait(t, held); err != nil {
+		t.Fatal(err)
+	}
+	g.open = make(chan struct{}) // shut again: nothing is left to sync
+	if err := s.SyncHeld(3); err != nil {
+		t.Fatal(err)
+	}
+	if err := mustWait(t, waitDone(s, 3)); err != nil {
+		t.Fatal(err)
+	}
+}
