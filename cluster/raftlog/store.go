@@ -590,6 +590,10 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 			return fmt.Errorf("raftlog: append: %w", err)
 		}
 	}
+	// Recorded before the entries can be read: from then on WaitDurable
+	// waits for them.
+	end := logs[len(logs)-1].Index
+	s.appended(tail.f, end, !deferred)
 	s.mu.Lock()
 	if newSeg {
 		s.segs = append(s.segs, tail)
@@ -600,9 +604,8 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if s.last == 0 {
 		s.first = next
 	}
-	s.last = logs[len(logs)-1].Index
+	s.last = end
 	s.mu.Unlock()
-	s.appended(tail.f, s.last, !deferred)
 	return nil
 }
 
