@@ -16,7 +16,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/deadbolt/deadbolt/cluster/raftlog"
-
 	"github.com/deadbolt/deadbolt/fsm"
 )
 
@@ -175,6 +174,13 @@ func NewNode(cfg Config) (*Node, error) {
 			return nil, err
 		}
 		n.closers = append(n.closers, closer)
+		stable = st
+		cache, err := raft.NewLogCache(logCacheSize, store)
+		if err != nil {
+			n.closeStores()
+			return nil, err
+		}
+		logs = cache
 		if rl, ok := store.(*raftlog.Store); ok {
 			// The leader's appends are synced while it replicates them
 			// (durable.go); a follower's before it acknowledges them.
@@ -184,15 +190,6 @@ func NewNode(cfg Config) (*Node, error) {
 			})
 			n.durable = rl
 			n.fsm.durable = rl
-		}
-		stable = st
-		cache, err := raft.NewLogCache(logCacheSize, store)
-		if err != nil {
-			n.closeStores()
-			return nil, err
-		}
-		logs = cache
-		if rl, ok := store.(*raftlog.Store); ok {
 			logs = heldLogs{cache, rl}
 		}
 		snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, rc.Logger)

@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/deadbolt/deadbolt/cluster/raftlog"
 	"io"
 	"sync"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/deadbolt/deadbolt/cluster/raftlog"
 	"github.com/deadbolt/deadbolt/fsm"
 )
 
@@ -69,6 +69,8 @@ func (r *raftFSM) waitDurable(index uint64) {
 	if r.durable == nil {
 		return
 	}
+	// ErrClosed: the node is stopping, and the store synced what it held
+	// before it closed (a failed sync is reported as such instead).
 	if err := r.durable.WaitDurable(index); err != nil && !errors.Is(err, raftlog.ErrClosed) {
 		panic(fmt.Sprintf("cluster: the log could not be synced, entry %d cannot be applied: %v", index, err))
 	}
