@@ -73,8 +73,9 @@ func newAsyncServer(t *testing.T, delay time.Duration) (*testServer, *asyncBacke
 }
 
 // A backend whose writes wait (the cluster) is served by the event loop:
-// writes start with StartApply, everything else runs on a goroutine, and
-// each connection's replies come in the order of its requests.
+// writes start with StartApply, what the connection answers from its own
+// state runs on the loop, everything else on a goroutine, and each
+// connection's replies come in the order of its requests.
 func TestAsyncBackendServedByLoop(t *testing.T) {
 	s, b := newAsyncServer(t, time.Millisecond)
 	c := dial(t, s.addr)
@@ -116,6 +117,36 @@ func TestAsyncBackendServedByLoop(t *testing.T) {
 	info := c.doRaw("info", "commandstats")
 	if !strings.Contains(info, "cmdstat_incr:calls=21,") {
 		t.Fatalf("commandstats: %s", info)
+	}
+}
+
+// Which requests a cluster's event loop answers itself: those that need
+// only the connection's state, and inside MULTI whatever is queued or
+// refused; never one that reads, writes, waits or asks the cluster.
+func TestAnsweredLocally(t *testing.T) {
+	for _, tc := range []struct {
+		cmd   string
+		multi bool
+		want  bool
+	}{
+		{"ping", false, true}, {"echo", false, true}, {"select", false, true},
+		{"subscribe", false, true}, {"unsubscribe", false, true}, {"multi", false, true},
+		{"get", false, false}, {"set", false, false}, {"eval", false, false},
+		{"wait", false, false}, {"watch", false, false}, {"exec", false, false},
+		{"hello", false, false}, {"role", false, false}, {"info", false, false},
+		{"raft", false, false}, {"client", false, false}, {"nosuchcommand", false, false},
+		{"get", true, true}, {"set", true, true}, {"eval", true, true}, {"nosuchcommand", true, true},
+		{"ping", true, true}, {"info", true, true}, {"discard", true, true},
+		{"exec", true, false}, {"watch", true, false}, {"hello", true, false},
+	} {
+		c := &conn{}
+		if tc.multi {
+			c.multi = &multiState{}
+		}
+		cs, isConn := lookupConn([]byte(tc.cmd))
+		if got := c.answeredLocally(cs, isConn); got != tc.want {
+			t.Errorf("%s (in MULTI: %v): answered locally %v, want %v", tc.cmd, tc.multi, got, tc.want)
+		}
 	}
 }
 

@@ -31,9 +31,9 @@ func init() {
 		connSpec{name: "memory", arity: -2, fn: cmdMemory},
 		connSpec{name: "shutdown", arity: -1, flags: connAdmin, fn: cmdShutdown},
 		connSpec{name: "monitor", arity: 1, flags: connAdmin, fn: cmdMonitor},
-		connSpec{name: "readonly", arity: 1, fn: cmdReadOnly},
-		connSpec{name: "readwrite", arity: 1, fn: cmdReadWrite},
-		connSpec{name: "asking", arity: 1, fn: cmdAsking},
+		connSpec{name: "readonly", arity: 1, flags: connLocal, fn: cmdReadOnly},
+		connSpec{name: "readwrite", arity: 1, flags: connLocal, fn: cmdReadWrite},
+		connSpec{name: "asking", arity: 1, flags: connLocal, fn: cmdAsking},
 		connSpec{name: "latency", arity: -2, flags: connAdmin, fn: cmdLatency},
 		connSpec{name: "slowlog", arity: -2, flags: connAdmin, fn: cmdSlowlog},
 	)

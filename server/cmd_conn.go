@@ -12,18 +12,18 @@ import (
 
 func init() {
 	registerConn(
-		connSpec{name: "ping", arity: -1, flags: inSubMode, fn: cmdPing},
-		connSpec{name: "echo", arity: 2, fn: cmdEcho},
-		connSpec{name: "quit", arity: -1, flags: noAuth | inSubMode | multiCtl, fn: cmdQuit},
+		connSpec{name: "ping", arity: -1, flags: inSubMode | connLocal, fn: cmdPing},
+		connSpec{name: "echo", arity: 2, flags: connLocal, fn: cmdEcho},
+		connSpec{name: "quit", arity: -1, flags: noAuth | inSubMode | multiCtl | connLocal, fn: cmdQuit},
 		connSpec{name: "auth", arity: -2, flags: noAuth | multiCtl, fn: cmdAuth},
 		connSpec{name: "hello", arity: -1, flags: noAuth | multiCtl, fn: cmdHello},
-		connSpec{name: "select", arity: 2, fn: cmdSelect},
-		connSpec{name: "reset", arity: 1, flags: noAuth | inSubMode | multiCtl, fn: cmdReset},
-		connSpec{name: "multi", arity: 1, flags: multiCtl, fn: cmdMulti},
+		connSpec{name: "select", arity: 2, flags: connLocal, fn: cmdSelect},
+		connSpec{name: "reset", arity: 1, flags: noAuth | inSubMode | multiCtl | connLocal, fn: cmdReset},
+		connSpec{name: "multi", arity: 1, flags: multiCtl | connLocal, fn: cmdMulti},
 		connSpec{name: "exec", arity: 1, flags: multiCtl, fn: cmdExec},
-		connSpec{name: "discard", arity: 1, flags: multiCtl, fn: cmdDiscard},
+		connSpec{name: "discard", arity: 1, flags: multiCtl | connLocal, fn: cmdDiscard},
 		connSpec{name: "watch", arity: -2, flags: multiCtl, fn: cmdWatch},
-		connSpec{name: "unwatch", arity: 1, fn: cmdUnwatch}, // queued inside MULTI
+		connSpec{name: "unwatch", arity: 1, flags: connLocal, fn: cmdUnwatch}, // queued inside MULTI
 	)
 }
 

@@ -19,6 +19,7 @@ const (
 	connAdmin                       // administrative (CLIENT, CONFIG, ...)
 	connPubSub                      // SUBSCRIBE family
 	mayBlock                        // may wait (WAIT, DEBUG SLEEP): never run on the event loop
+	connLocal                       // answered from the connection's own state: on the event loop even in a cluster
 )
 
 type connHandler func(c *conn, args [][]byte)

@@ -376,10 +376,12 @@ func (l *eventLoop) process(c *conn) {
 		c.srv.stats.commands.Add(1)
 		c.qbuf = c.rd.Buffered()
 		cs, isConn := lookupConn(args[0])
-		if isConn && cs.flags&mayBlock != 0 && c.multi == nil || l.async != nil && !c.asyncWrite(isConn, args) {
+		if isConn && cs.flags&mayBlock != 0 && c.multi == nil ||
+			l.async != nil && !c.asyncWrite(isConn, args) && !c.answeredLocally(cs, isConn) {
 			// A command that may wait: WAIT, DEBUG SLEEP, and with a
 			// backend whose commands wait (the cluster) anything but a
-			// write that can start with StartApply.
+			// write that can start with StartApply or a request the
+			// connection answers from its own state.
 			c.lc.busy = true
 			l.s.wg.Add(1)
 			go func() {
@@ -408,6 +410,17 @@ func (c *conn) asyncWrite(isConn bool, args [][]byte) bool {
 	}
 	spec, ok := fsm.Lookup(args[0])
 	return ok && spec.Flags&(fsm.Write|fsm.Internal) == fsm.Write
+}
+
+// answeredLocally reports whether a request is answered from the
+// connection's own state, without the backend: a command flagged
+// connLocal, or inside MULTI anything that is queued or refused rather
+// than run (all but the MULTI controls: EXEC, WATCH, ...).
+func (c *conn) answeredLocally(cs *connSpec, isConn bool) bool {
+	if isConn && cs.flags&connLocal != 0 {
+		return true
+	}
+	return c.multi != nil && (!isConn || cs.flags&multiCtl == 0)
 }
 
 // applyAsync starts a write (runKeyspace on an AsyncApplier's loop): the

@@ -12,12 +12,12 @@ import (
 
 func init() {
 	registerConn(
-		connSpec{name: "subscribe", arity: -2, flags: inSubMode | connPubSub, fn: cmdSubscribe},
-		connSpec{name: "unsubscribe", arity: -1, flags: inSubMode | connPubSub, fn: cmdUnsubscribe},
-		connSpec{name: "psubscribe", arity: -2, flags: inSubMode | connPubSub, fn: cmdPSubscribe},
-		connSpec{name: "punsubscribe", arity: -1, flags: inSubMode | connPubSub, fn: cmdPUnsubscribe},
-		connSpec{name: "ssubscribe", arity: -2, flags: inSubMode | connPubSub, fn: cmdSSubscribe},
-		connSpec{name: "sunsubscribe", arity: -1, flags: inSubMode | connPubSub, fn: cmdSUnsubscribe},
+		connSpec{name: "subscribe", arity: -2, flags: inSubMode | connPubSub | connLocal, fn: cmdSubscribe},
+		connSpec{name: "unsubscribe", arity: -1, flags: inSubMode | connPubSub | connLocal, fn: cmdUnsubscribe},
+		connSpec{name: "psubscribe", arity: -2, flags: inSubMode | connPubSub | connLocal, fn: cmdPSubscribe},
+		connSpec{name: "punsubscribe", arity: -1, flags: inSubMode | connPubSub | connLocal, fn: cmdPUnsubscribe},
+		connSpec{name: "ssubscribe", arity: -2, flags: inSubMode | connPubSub | connLocal, fn: cmdSSubscribe},
+		connSpec{name: "sunsubscribe", arity: -1, flags: inSubMode | connPubSub | connLocal, fn: cmdSUnsubscribe},
 		connSpec{name: "pubsub", arity: -2, flags: connPubSub, fn: cmdPubSub},
 	)
 }
