@@ -61,6 +61,12 @@ func runDeadbolt(ctx context.Context, cfg config, l *lab, stdout io.Writer) (int
 		return 2, err
 	}
 	h.db = d
+	d.exited = func(n *node, joining bool, err error) {
+		h.logf("%s exited on its own: %v (log %s)", n.id, err, n.logf)
+		if !joining { // a join may give up, and is tried again
+			h.violation(chaos.Violation{Check: "crash", Detail: fmt.Sprintf("%s exited on its own (%v); see %s", n.id, err, n.logf)})
+		}
+	}
 	defer func() {
 		for _, n := range d.nodes {
 			n.kill(syscall.SIGKILL)

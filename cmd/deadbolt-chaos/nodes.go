@@ -25,12 +25,13 @@ type node struct {
 	dir, dataDir    string
 	clockFile, logf string
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	done    chan struct{}
-	paused  bool
-	removed bool          // taken out of the configuration by a nemesis
-	offset  time.Duration // clock offset written to clockFile
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{}
+	paused   bool
+	stopping bool          // kill has signalled cmd: its exit is the harness's doing
+	removed  bool          // taken out of the configuration by a nemesis
+	offset   time.Duration // clock offset written to clockFile
 }
 
 func (n *node) alive() bool {
@@ -54,6 +55,10 @@ type db struct {
 	extra []string // extra flags for every node
 	log   func(format string, args ...any)
 	peers string
+	// exited is told of a process that exited without the harness
+	// stopping it (a crash, or a join that gave up), after it was
+	// marked not running, so healing starts it again.
+	exited func(n *node, joining bool, err error)
 }
 
 func newDB(bin string, l *lab, n int, out string, extra []string, logf func(string, ...any)) (*db, error) {
@@ -109,9 +114,18 @@ func (d *db) start(n *node, join string) error {
 	}
 	done := make(chan struct{})
 	go func() {
-		cmd.Wait()
+		err := cmd.Wait()
 		logf.Close()
+		n.mu.Lock()
+		own := n.cmd == cmd && !n.stopping
+		if own {
+			n.cmd, n.paused = nil, false
+		}
+		n.mu.Unlock()
 		close(done)
+		if own && d.exited != nil {
+			d.exited(n, join != "", err)
+		}
 	}()
 	n.cmd, n.done, n.paused = cmd, done, false
 	return nil
@@ -137,6 +151,7 @@ func (n *node) signal(sig syscall.Signal) {
 func (n *node) kill(sig syscall.Signal) {
 	n.mu.Lock()
 	cmd, done := n.cmd, n.done
+	n.stopping = cmd != nil
 	n.mu.Unlock()
 	if cmd == nil {
 		return
@@ -152,7 +167,7 @@ func (n *node) kill(sig syscall.Signal) {
 		<-done
 	}
 	n.mu.Lock()
-	n.cmd, n.paused = nil, false
+	n.cmd, n.paused, n.stopping = nil, false, false
 	n.mu.Unlock()
 }
 
