@@ -66,7 +66,9 @@ func (s *Store) syncLoop() {
 	}
 }
 
-// flushPending syncs the appends not yet synced. The caller holds wmu.
+// flushPending syncs the appends not yet synced, or returns the error of
+// a deferred sync that failed (sticky: the store refuses appends after
+// it). The caller holds wmu.
 func (s *Store) flushPending() error {
 	d := &s.def
 	d.mu.Lock()
@@ -98,8 +100,7 @@ func (s *Store) appended(f *os.File, last uint64, synced bool) {
 	d.mu.Lock()
 	d.written = last
 	if synced {
-		// The sync covered the file's earlier appends too; an append to
-		// another file flushed those before it started the file.
+		// Every append syncs the ones before it first (StoreLogs).
 		d.durable, d.pending = last, nil
 		d.cond.Broadcast()
 	} else {
@@ -126,14 +127,6 @@ func (s *Store) truncated(last uint64) {
 
 // deferNow reports whether the next append may return before its sync.
 func (s *Store) deferNow() bool { return s.def.when != nil && s.def.when() }
-
-// syncErr is the error of a failed deferred sync, if any: the store
-// refuses appends after it.
-func (s *Store) syncErr() error {
-	s.def.mu.Lock()
-	defer s.def.mu.Unlock()
-	return s.def.err
-}
 
 // WaitDurable waits until the entries up to index that the store holds
 // are synced. It fails if a deferred sync failed, or the store closed

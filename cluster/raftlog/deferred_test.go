@@ -202,3 +202,34 @@ func TestSyncHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An append waits for the sync of a deferred one before it writes, so
+// that recovery can count on each append following a synced log: the
+// second append returns only once the gate lets the first one's sync
+// through.
+func TestAppendWaitsForDeferredSync(t *testing.T) {
+	g := gateSyncs(t)
+	s := open(t, t.TempDir(), 1<<12)
+	s.DeferSyncWhen(func() bool { return true })
+	if err := s.StoreLogs(entries(1, 2, 1)); err != nil { // the gate is shut
+		t.Fatal(err)
+	}
+	opened := false
+	defer func() {
+		if !opened { // a failure above: let Close's sync through
+			close(g.open)
+		}
+	}()
+	second := make(chan error, 1)
+	go func() { second <- s.StoreLogs(entries(3, 3, 1)) }()
+	mustBlock(t, second)
+	close(g.open)
+	opened = true
+	if err := mustWait(t, second); err != nil {
+		t.Fatal(err)
+	}
+	if err := mustWait(t, waitDone(s, 3)); err != nil {
+		t.Fatal(err)
+	}
+	checkRange(t, s, 1, 3, term1)
+}

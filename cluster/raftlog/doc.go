@@ -43,7 +43,10 @@
 // # Crashes
 //
 // An append writes the records after the last one and then fdatasyncs;
-// raft is told the entries are stored only after that. On Linux both are
+// raft is told the entries are stored only after that, except while the
+// node leads: then the sync runs after the append returns (deferred.go),
+// and the node holds back what commit leads to until it is done. Either
+// way an append starts only once the one before is synced. On Linux both are
 // raw system calls that keep the goroutine's P (appendio_linux.go): the
 // scheduler's bookkeeping for a blocking call cost two thread switches and
 // woke the runtime's monitor thread on every append. Records end at a

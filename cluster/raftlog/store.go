@@ -522,7 +522,10 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if closed {
 		return ErrClosed
 	}
-	if err := s.syncErr(); err != nil {
+	// An append starts only once the one before is synced, deferred or
+	// not: recovery counts on it (doc.go, Crashes). A leader's deferred
+	// sync is usually done by then, its next entry waiting for it anyway.
+	if err := s.flushPending(); err != nil {
 		return err
 	}
 	next := logs[0].Index
@@ -556,11 +559,6 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	}
 	newSeg := false
 	if tail == nil || last == 0 || tail.size > headerSize && tail.size+int64(len(b)) > tail.cap {
-		// What the last file holds unsynced is synced before the next
-		// file takes appends: one file has appends waiting at a time.
-		if err := s.flushPending(); err != nil {
-			return err
-		}
 		var err error
 		if tail, err = s.newSegment(next); err != nil {
 			return err
