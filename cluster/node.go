@@ -108,6 +108,12 @@ type Node struct {
 	isRemoved atomic.Bool
 	respAddr  atomic.Pointer[string]
 
+	// events is closed, and replaced, at each leadership event: a leader
+	// becomes known here, or this node becomes a ready leader. Commands
+	// waiting for a leader (route) wake on it.
+	evMu   sync.Mutex
+	events chan struct{}
+
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	shutOnce sync.Once
@@ -260,11 +266,52 @@ func NewNode(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.watchLeadership()
 	go n.leaderDuties()
 	go n.membershipLoop()
+	go n.watchLeaders()
 	return n, nil
+}
+
+// leaderEvents returns a channel closed at the next leadership event.
+func (n *Node) leaderEvents() <-chan struct{} {
+	n.evMu.Lock()
+	defer n.evMu.Unlock()
+	if n.events == nil {
+		n.events = make(chan struct{})
+	}
+	return n.events
+}
+
+// leaderEvent wakes whoever waits on leaderEvents.
+func (n *Node) leaderEvent() {
+	n.evMu.Lock()
+	defer n.evMu.Unlock()
+	if n.events != nil {
+		close(n.events)
+		n.events = nil
+	}
+}
+
+// watchLeaders reports each leader raft learns of as a leadership event.
+func (n *Node) watchLeaders() {
+	defer n.wg.Done()
+	ch := make(chan raft.Observation, 1)
+	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	n.raft.RegisterObserver(obs)
+	defer n.raft.DeregisterObserver(obs)
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-ch:
+			n.leaderEvent()
+		}
+	}
 }
 
 func (n *Node) closeStores() {
@@ -404,6 +451,7 @@ func (n *Node) becomeLeader() {
 	n.lead = leaderTime{ready: true, term: term, base: base, since: now}
 	n.lastProp = now
 	n.tmu.Unlock()
+	n.leaderEvent()
 	n.cfg.Logger.Info("leader ready", "id", n.cfg.ID, "term", term, "time_base", base)
 	go n.register()
 }

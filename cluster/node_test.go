@@ -262,3 +262,40 @@ func TestReadGoesThroughTheLog(t *testing.T) {
 		}
 	}
 }
+
+// leaderEvents: a channel that the next leadership event closes, and a
+// fresh one after it; an event with nobody waiting is not remembered.
+func TestLeaderEvents(t *testing.T) {
+	n := &Node{}
+	ch := n.leaderEvents()
+	if n.leaderEvents() != ch {
+		t.Fatal("two channels for one wait")
+	}
+	select {
+	case <-ch:
+		t.Fatal("closed before any event")
+	default:
+	}
+	n.leaderEvent()
+	select {
+	case <-ch:
+	default:
+		t.Fatal("an event did not close the channel")
+	}
+	next := n.leaderEvents()
+	if next == ch {
+		t.Fatal("the closed channel was handed out again")
+	}
+	select {
+	case <-next:
+		t.Fatal("the next channel is closed already")
+	default:
+	}
+	n.leaderEvent()
+	n.leaderEvent() // nobody waiting: nothing to close
+	select {
+	case <-n.leaderEvents():
+		t.Fatal("an event before the wait was remembered")
+	default:
+	}
+}

@@ -71,13 +71,18 @@ func (n *Node) KeyVersion(ctx context.Context, db int, key string) (uint64, erro
 }
 
 // route runs local on the leader or remote against the leader's client
-// address, waiting a bounded time for a leader. It retries only errors
-// that guarantee nothing was applied.
+// address, waiting a bounded time for a leader: it tries again when a
+// leadership event comes (leaderEvents), or after a backoff. It retries
+// only errors that guarantee nothing was applied.
 func (n *Node) route(ctx context.Context, local func(context.Context) (fsm.Result, error), remote func(context.Context, string) (fsm.Result, error)) (fsm.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.CommandTimeout)
 	defer cancel()
-	backoff := 2 * time.Millisecond
+	const firstBackoff = 2 * time.Millisecond
+	backoff := firstBackoff
 	for {
+		// Taken before trying, so that an event during the try is not
+		// missed: a new leader ends the wait at once.
+		event := n.leaderEvents()
 		if n.removed() {
 			return fsm.Result{}, ErrRemoved
 		}
@@ -100,6 +105,9 @@ func (n *Node) route(ctx context.Context, local func(context.Context) (fsm.Resul
 			return fsm.Result{}, ErrNoLeader
 		case <-n.stop:
 			return fsm.Result{}, ErrShutdown
+		case <-event:
+			backoff = firstBackoff
+			continue
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 100*time.Millisecond)
