@@ -79,10 +79,15 @@ func (n *Node) route(ctx context.Context, local func(context.Context) (fsm.Resul
 	defer cancel()
 	const firstBackoff = 2 * time.Millisecond
 	backoff := firstBackoff
-	for {
-		// Taken before trying, so that an event during the try is not
-		// missed: a new leader ends the wait at once.
-		event := n.leaderEvents()
+	// event is taken before each retry, so that an event during the try
+	// is not missed: a new leader ends the wait at once. The first try,
+	// which usually succeeds, takes none (a nil channel never fires; its
+	// wait, if it fails, is the first backoff).
+	var event <-chan struct{}
+	for try := 0; ; try++ {
+		if try > 0 {
+			event = n.leaderEvents()
+		}
 		if n.removed() {
 			return fsm.Result{}, ErrRemoved
 		}
