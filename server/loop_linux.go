@@ -40,7 +40,8 @@ type eventLoop struct {
 	wakefd int // eventfd that wakes epoll_wait for posted tasks
 	// epoll is epfd registered with the Go runtime's poller, nil if that
 	// failed: the loop then blocks in epoll_wait instead. epf holds epfd
-	// once register has run.
+	// once register has run; post wakes a loop parked in the poller by
+	// setting epf's read deadline in the past.
 	epoll syscall.RawConn
 	epf   *os.File
 
@@ -54,7 +55,7 @@ type eventLoop struct {
 	mu      sync.Mutex
 	tasks   []loopTask
 	stopped bool        // taskStop was run; under mu
-	woken   atomic.Bool // the eventfd has been written since the last drain
+	woken   atomic.Bool // tasks were posted since the last runTasks began
 }
 
 // testLoopWait, set by a test, makes new loops wait in the runtime's
@@ -68,7 +69,8 @@ const (
 )
 
 // testHookDrained, set by a test, runs in runTasks between draining the
-// eventfd and clearing woken: the window a lost wake-up would come from.
+// eventfd (a loop in the poller has none to drain) and clearing woken:
+// the window a lost wake-up would come from.
 var testHookDrained func()
 
 const epollIn = syscall.EPOLLIN | syscall.EPOLLRDHUP
@@ -105,17 +107,28 @@ func newEventLoop(s *Server) (*eventLoop, error) {
 
 // register puts the loop's epoll descriptor in the Go runtime's poller
 // (an epoll set is readable while it has events ready), so that an idle
-// loop parks like any goroutine waiting for a socket instead of blocking
-// its thread in epoll_wait. Loops of a cluster node do this: the node's
-// raft goroutines need the P while the loop is idle, and a blocking
-// system call costs, with one P, two thread switches per wait (the
-// runtime hands the P to another thread while the call blocks, and the
-// loop's thread must get it back when events arrive); it also keeps the
-// runtime's monitor thread waking every 20 µs, since each blocking call
-// tells it to look for Ps to take back. A single node's loop has the
-// process to itself and blocks: a thread asleep in epoll_wait is woken
-// by the kernel directly, where the poller adds a second epoll set and a
-// goroutine wake-up (one client's round trip took 15 % longer).
+// loop parks like any goroutine instead of blocking its thread in
+// epoll_wait. Loops of a cluster node do this: the node's raft goroutines
+// need the P while the loop is idle, and a blocking system call costs,
+// with one P, two thread switches per wait (the runtime hands the P to
+// another thread while the call blocks, and the loop's thread must get it
+// back when events arrive); it also keeps the runtime's monitor thread
+// waking every 20 µs, since each blocking call tells it to look for Ps to
+// take back. A single node's loop has the process to itself and blocks: a
+// thread asleep in epoll_wait is woken by the kernel directly, where the
+// poller adds a second epoll set and a goroutine wake-up (one client's
+// round trip took 15 % longer).
+//
+// Another goroutine's post wakes such a loop by setting the epoll file's
+// read deadline in the past, which makes the parked loop runnable at
+// once, as a channel send would. Making the epoll set readable (the
+// eventfd) wakes it only when the scheduler next polls the network, and
+// with one busy P that is when every other goroutine has blocked. On a
+// cluster leader the results of a committed entry are posted to the loop,
+// and through the eventfd they waited behind the next entry's append, its
+// sync (which holds the P) and the replication goroutines: 290–430 µs on
+// average from post to the loop, 90 µs with the deadline, and 5–37 %
+// more lock pairs per second at 64 clients (six alternating rounds).
 func (l *eventLoop) register() {
 	if err := syscall.SetNonblock(l.epfd, true); err != nil {
 		return
@@ -133,6 +146,10 @@ func (l *eventLoop) register() {
 	}
 	l.epoll = rc
 }
+
+// wakeDeadline is a read deadline in the past: setting it makes a read
+// waiting on the epoll file return at once.
+var wakeDeadline = time.Unix(1, 0)
 
 // detach takes the socket out of a net.Conn: the loop gets a duplicate of
 // its descriptor (same socket, still non-blocking) and the net.Conn, with
@@ -176,6 +193,10 @@ func (l *eventLoop) post(t loopTask) {
 	}
 	l.tasks = append(l.tasks, t)
 	if l.woken.CompareAndSwap(false, true) {
+		if l.epoll != nil {
+			l.epf.SetReadDeadline(wakeDeadline)
+			return
+		}
 		one := [8]byte{1}
 		rawWrite(l.wakefd, one[:])
 	}
@@ -194,6 +215,9 @@ func (l *eventLoop) run() {
 	for {
 		n := l.wait()
 		l.now = time.Now()
+		if l.epoll != nil && l.woken.Load() && l.runTasks() {
+			return
+		}
 		for i := 0; i < n; i++ {
 			ev := l.events[i]
 			if ev.Fd == int32(l.wakefd) {
@@ -227,21 +251,31 @@ func (l *eventLoop) run() {
 // parks in the runtime's poller until the epoll set becomes readable.
 func (l *eventLoop) wait() int {
 	if l.epoll != nil {
-		n := 0
-		var errno syscall.Errno
-		err := l.epoll.Read(func(fd uintptr) bool {
-			n, errno = l.poll()
-			return n > 0 || errno != 0 && errno != syscall.EINTR
-		})
-		if err == nil && errno == 0 {
-			return n
+		for {
+			n := 0
+			var errno syscall.Errno
+			// woken is read after the poll: a task posted after that
+			// finds woken clear and sets the deadline.
+			err := l.epoll.Read(func(fd uintptr) bool {
+				n, errno = l.poll()
+				return n > 0 || errno != 0 && errno != syscall.EINTR || l.woken.Load()
+			})
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				// A post's wake-up. Cleared before woken is read again,
+				// so a later post's deadline is not lost.
+				l.epf.SetReadDeadline(time.Time{})
+				continue
+			}
+			if err == nil && errno == 0 {
+				return n
+			}
+			if err == nil {
+				err = errno
+			}
+			l.s.cfg.Logger.Error("server: epoll_wait failed", "err", err)
+			time.Sleep(10 * time.Millisecond) // not a hot loop of errors
+			return 0
 		}
-		if err == nil {
-			err = errno
-		}
-		l.s.cfg.Logger.Error("server: epoll_wait failed", "err", err)
-		time.Sleep(10 * time.Millisecond) // not a hot loop of errors
-		return 0
 	}
 	if n, errno := l.poll(); errno == 0 && n > 0 {
 		return n
@@ -274,10 +308,13 @@ func (l *eventLoop) poll() (int, syscall.Errno) {
 func (l *eventLoop) runTasks() bool {
 	// Drain the eventfd before clearing woken: a post that finds woken
 	// set has already queued its task, which the take below collects; a
-	// post after the clear writes the eventfd again. The other order
-	// could swallow a wake-up and leave a task waiting forever.
-	var drain [8]byte
-	rawRead(l.wakefd, drain[:])
+	// post after the clear writes the eventfd (or sets the deadline)
+	// again. The other order could swallow a wake-up and leave a task
+	// waiting forever.
+	if l.epoll == nil {
+		var drain [8]byte
+		rawRead(l.wakefd, drain[:])
+	}
 	if testHookDrained != nil {
 		testHookDrained()
 	}

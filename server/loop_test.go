@@ -101,31 +101,43 @@ func TestEventLoopLargeReply(t *testing.T) {
 }
 
 // A task posted while the loop is collecting the previous ones, and the
-// next task after it, both wake the loop.
+// next task after it, both wake the loop, whether it waits in epoll_wait
+// (the eventfd) or in the runtime's poller (the read deadline).
 func TestEventLoopPostDuringDrain(t *testing.T) {
-	// Registered first, so it runs after the server's cleanup has stopped
-	// the loop that reads the hook.
-	t.Cleanup(func() { testHookDrained = nil })
-	s := newTestServer(t)
-	c := dial(t, s.addr)
-	c.must(status("PONG"), "ping")
-	lp := loopOf(s)
+	for _, mode := range []int32{waitPoller, waitBlocking} {
+		t.Run(fmt.Sprintf("mode=%d", mode), func(t *testing.T) {
+			// Registered first, so it runs after the server's cleanup has
+			// stopped the loop that reads the hook.
+			t.Cleanup(func() { testHookDrained = nil })
+			testLoopWait.Store(mode)
+			t.Cleanup(func() { testLoopWait.Store(0) })
+			s := newTestServer(t)
+			c := dial(t, s.addr)
+			c.must(status("PONG"), "ping")
+			testLoopWait.Store(0)
+			lp := loopOf(s)
+			if got, want := lp.epoll != nil, mode == waitPoller; got != want {
+				t.Fatalf("loop in the poller: %v, want %v", got, want)
+			}
 
-	var once sync.Once
-	testHookDrained = func() {
-		once.Do(func() {
-			// Another goroutine's post lands in the window.
-			done := make(chan struct{})
-			go func() { lp.post(loopTask{kind: taskWrite, c: c.serverConn(t, s)}); close(done) }()
-			<-done
+			var once sync.Once
+			testHookDrained = func() {
+				once.Do(func() {
+					// Another goroutine's post lands in the window.
+					done := make(chan struct{})
+					go func() { lp.post(loopTask{kind: taskWrite, c: c.serverConn(t, s)}); close(done) }()
+					<-done
+				})
+			}
+			// DEBUG SLEEP ends on a goroutine of its own, which posts to
+			// the loop.
+			for i := 0; i < 3; i++ {
+				c.send("debug", "sleep", "0")
+				if got, err := c.tryRead(3 * time.Second); err != nil || got != status("OK") {
+					t.Fatalf("DEBUG SLEEP %d: %q, %v (a lost wake-up)", i, got, err)
+				}
+			}
 		})
-	}
-	// DEBUG SLEEP ends on a goroutine of its own, which posts to the loop.
-	for i := 0; i < 3; i++ {
-		c.send("debug", "sleep", "0")
-		if got, err := c.tryRead(3 * time.Second); err != nil || got != status("OK") {
-			t.Fatalf("DEBUG SLEEP %d: %q, %v (a lost wake-up)", i, got, err)
-		}
 	}
 }
 
