@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/deadbolt/deadbolt/fsm"
 )
@@ -63,6 +64,7 @@ func appendArgs(dst []byte, args [][]byte) []byte {
 
 // AppendEntry appends the encoding of e to dst.
 func AppendEntry(dst []byte, e Entry) []byte {
+	dst = slices.Grow(dst, maxEntrySize(e)) // one allocation, not one per doubling
 	dst = append(dst, envelopeVersion)
 	dst = binary.AppendVarint(dst, e.Time)
 	dst = appendUvarint(dst, uint64(e.Cmd.DB))
@@ -78,6 +80,26 @@ func AppendEntry(dst []byte, e Entry) []byte {
 		dst = appendUvarint(dst, w.Version)
 	}
 	return dst
+}
+
+// maxEntrySize bounds the size of e's envelope.
+func maxEntrySize(e Entry) int {
+	n := 1 + 4*binary.MaxVarintLen64 + maxArgsSize(e.Cmd.Args)
+	for _, args := range e.Cmd.Tx {
+		n += maxArgsSize(args)
+	}
+	for _, w := range e.Cmd.Watch {
+		n += 3*binary.MaxVarintLen64 + len(w.Key)
+	}
+	return n
+}
+
+func maxArgsSize(args [][]byte) int {
+	n := binary.MaxVarintLen64
+	for _, a := range args {
+		n += binary.MaxVarintLen64 + len(a)
+	}
+	return n
 }
 
 type envReader struct {

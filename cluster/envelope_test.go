@@ -23,7 +23,11 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 		{Time: 9, Cmd: fsm.Command{Tx: [][][]byte{}}},
 	}
 	for _, e := range entries {
-		got, err := DecodeEntry(AppendEntry(nil, e))
+		env := AppendEntry(nil, e)
+		if len(env) > maxEntrySize(e) {
+			t.Fatalf("%+v: envelope of %d bytes, bound %d", e, len(env), maxEntrySize(e))
+		}
+		got, err := DecodeEntry(env)
 		if err != nil {
 			t.Fatalf("%+v: %v", e, err)
 		}
