@@ -14,13 +14,15 @@ import (
 // The cluster table's systems.
 const (
 	nameDeadbolt = "deadbolt-3node"
+	nameSingle   = "deadbolt-1node"
 	nameRedisAOF = "redis-aof-always"
 	nameEtcd     = "etcd-3node"
 )
 
 // runCluster measures the replicated systems: three bin/deadbolt
-// processes in one Raft cluster, redis-server with appendfsync always,
-// and three etcd members, all on loopback with data on disk.
+// processes in one Raft cluster, one bin/deadbolt process alone (the
+// cluster's bound), redis-server with appendfsync always, and three etcd
+// members, all on loopback with data on disk.
 func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	root, err := os.MkdirTemp(cfg.workDir, "deadbolt-bench-cluster-")
 	if err != nil {
@@ -39,6 +41,14 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 			defer stop()
 			targets = append(targets, target{name: nameDeadbolt, addr: addr, pids: pids, leader: leader,
 				about: "3 × " + cfg.deadboltBin + ", Raft, data on disk (default fsync), clients on leader " + id})
+		case "deadbolt1":
+			addr, pids, stop, err := startDeadboltSingle(ctx, cfg.deadboltBin, root, cfg.memberProcs)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			targets = append(targets, target{name: nameSingle, addr: addr, pids: pids,
+				about: "1 × " + cfg.deadboltBin + ", one voter, data on disk (default fsync): the cluster's bound on this machine"})
 		case "redis":
 			addr, stop, err := startRedis(ctx, cfg.redisServer, redisFsyncAlways)
 			if err != nil {

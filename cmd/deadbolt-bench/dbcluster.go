@@ -64,6 +64,34 @@ func startDeadboltCluster(ctx context.Context, bin, root string, maxProcs int) (
 	return addr, id, pids, stop, leader, nil
 }
 
+// startDeadboltSingle starts one bin/deadbolt process with a data
+// directory under root: a one-voter Raft cluster that syncs every log
+// entry, as a cluster member does, with no one to replicate to. It is the
+// bound for the cluster on the same machine: the same log writes and
+// state machine, without the followers' work and the round trips.
+func startDeadboltSingle(ctx context.Context, bin, root string, maxProcs int) (addr string, pids []int, stop func(), err error) {
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("deadbolt: %w (run make build, or pass -deadbolt-bin)", err)
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	addr = loopback(ports[0])
+	p, err := startProc("deadbolt-1node", root, maxProcs, path,
+		"--id", "s1", "--addr", addr, "--data-dir", filepath.Join(root, "deadbolt-1node"),
+		"--log-level", "warn")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if _, _, err := waitLeader(ctx, []string{addr}, []*proc{p}); err != nil {
+		p.stop()
+		return "", nil, nil, err
+	}
+	return addr, []int{p.cmd.Process.Pid}, p.stop, nil
+}
+
 // waitLeader waits up to 30 s for the nodes to agree on a leader.
 func waitLeader(ctx context.Context, addrs []string, procs []*proc) (id, addr string, err error) {
 	deadline := time.Now().Add(30 * time.Second)

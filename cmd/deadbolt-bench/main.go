@@ -12,8 +12,10 @@
 // -redis-addr measure servers that are already running instead.
 //
 // With -cluster it measures the replicated systems instead (cluster.go):
-// three bin/deadbolt processes in one Raft cluster with data on disk,
-// redis-server with appendfsync always, and a three-member etcd cluster
+// three bin/deadbolt processes in one Raft cluster with data on disk, one
+// bin/deadbolt process alone with its data on disk (the cluster's bound
+// on the same machine), redis-server with appendfsync always, and a
+// three-member etcd cluster
 // locked with client/v3/concurrency, and reports p99 acquire latency and
 // the ratios that issue 3's targets are stated in.
 package main
@@ -82,8 +84,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.deadboltAddr, "deadbolt-addr", "", "measure the deadbolt at `host:port` instead of starting one in-process")
 	fs.StringVar(&cfg.redisAddr, "redis-addr", "", "measure the redis-server at `host:port` instead of starting one")
 	fs.StringVar(&cfg.redisServer, "redis-server", "redis-server", "redis-server `binary` to start")
-	fs.BoolVar(&cfg.cluster, "cluster", false, "measure a three-node deadbolt cluster (bin/deadbolt processes, data on disk), redis-server with appendfsync always and a three-member etcd cluster instead")
-	systems := fs.String("systems", "deadbolt,redis,etcd", "with -cluster: comma-separated systems to measure")
+	fs.BoolVar(&cfg.cluster, "cluster", false, "measure a three-node deadbolt cluster (bin/deadbolt processes, data on disk), a single bin/deadbolt with its data on disk, redis-server with appendfsync always and a three-member etcd cluster instead")
+	systems := fs.String("systems", "deadbolt,deadbolt1,redis,etcd", "with -cluster: comma-separated systems to measure (deadbolt1: a single node with its data on disk)")
 	fs.StringVar(&cfg.deadboltBin, "deadbolt-bin", "bin/deadbolt", "with -cluster: deadbolt `binary` to start")
 	fs.StringVar(&cfg.etcdBin, "etcd", "etcd", "with -cluster: etcd `binary` to start (Debian etcd-server)")
 	fs.IntVar(&cfg.memberProcs, "member-procs", 1, "with -cluster: GOMAXPROCS of each deadbolt node and etcd member (0: Go's default, one per core); three members share this machine's cores, and with one each their runtimes do not spin for cores the others are using")
@@ -93,8 +95,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	for f := range strings.SplitSeq(*systems, ",") {
 		f = strings.TrimSpace(f)
-		if !slices.Contains([]string{"deadbolt", "redis", "etcd"}, f) {
-			return cfg, fmt.Errorf("-systems: %q is not deadbolt, redis or etcd", f)
+		if !slices.Contains([]string{"deadbolt", "deadbolt1", "redis", "etcd"}, f) {
+			return cfg, fmt.Errorf("-systems: %q is not deadbolt, deadbolt1, redis or etcd", f)
 		}
 		cfg.systems = append(cfg.systems, f)
 	}

@@ -59,8 +59,8 @@ func TestFlags(t *testing.T) {
 }
 
 // TestCluster runs the cluster table for a moment with three real
-// bin/deadbolt processes (built here) and redis-server with appendfsync
-// always; etcd is left out (the -systems flag), so the test needs no etcd.
+// bin/deadbolt processes (built here), a single one with its data on
+// disk, and redis-server with appendfsync always; etcd is left out (the -systems flag), so the test needs no etcd.
 func TestCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and starts a cluster")
@@ -75,13 +75,13 @@ func TestCluster(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{
-		"-cluster", "-systems", "deadbolt,redis", "-deadbolt-bin", bin, "-work-dir", dir,
+		"-cluster", "-systems", "deadbolt,deadbolt1,redis", "-deadbolt-bin", bin, "-work-dir", dir,
 		"-duration", "200ms", "-warmup", "0s", "-clients", "1,64",
 	}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
-	for _, row := range []string{nameDeadbolt + " 1", nameDeadbolt + " 64", nameRedisAOF + " 64"} {
+	for _, row := range []string{nameDeadbolt + " 1", nameDeadbolt + " 64", nameSingle + " 64", nameRedisAOF + " 64"} {
 		if !hasRow(stdout.String(), row) {
 			t.Errorf("no row %q:\n%s", row, stdout.String())
 		}
