@@ -68,7 +68,8 @@ type Store struct {
 	// started when the previous one was taken (under wmu).
 	spare    chan spareFile
 	spareRun sync.WaitGroup
-	stopping atomic.Bool // Close: a spare being made is given up
+	hurry    chan struct{} // closed when an append waits for the spare being made, or on Close (under wmu)
+	stopping atomic.Bool   // Close: a spare being made is given up
 	// metaFirst is the first index recorded in meta, under wmu.
 	metaFirst uint64
 
@@ -141,22 +142,39 @@ func Open(dir string, opts Options) (*Store, error) {
 // prepareSpare starts zero-filling the next segment's file.
 func (s *Store) prepareSpare() {
 	s.spare = make(chan spareFile, 1)
+	hurry := make(chan struct{})
+	s.hurry = hurry
 	s.spareRun.Add(1)
 	go func() {
 		defer s.spareRun.Done()
-		f, err := zeroFile(filepath.Join(s.dir, spareName), s.segSize, &s.stopping)
+		f, err := zeroFile(filepath.Join(s.dir, spareName), s.segSize, &s.stopping, hurry)
 		s.spare <- spareFile{f, err}
 	}()
 }
 
+// A spare is zero-filled a chunk at a time, each chunk sent to the disk
+// (startWriteback) before the next is written, zeroPace apart: 64 MiB/s,
+// a 16 MiB segment in a quarter of a second. Written at once, a segment's
+// zeros reached the disk in one burst at the spare's fsync, and every
+// append synced meanwhile waited behind them, on this node and on every
+// other that shares the disk. On the benchmark machine that was a stall
+// of 10–25 ms once per segment, and slower syncs for a while after
+// (docs/BENCHMARKS.md, 2026-11-23). Paced, an append's sync carries
+// at most a chunk of zeros. An append that needs the spare before it is
+// ready closes hurry, and the rest is written at once.
+const zeroChunk = 128 << 10
+
+// zeroPace is the pause after each chunk (a test may change it).
+var zeroPace = 2 * time.Millisecond
+
 // zeroFile creates path holding size zero bytes, on disk, unless stop is
-// set meanwhile.
-func zeroFile(path string, size int64, stop *atomic.Bool) (*os.File, error) {
+// set meanwhile. It paces its writes until hurry is closed.
+func zeroFile(path string, size int64, stop *atomic.Bool, hurry <-chan struct{}) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err = writeZeros(f, 0, size, stop); err == nil {
+	if err = writeZerosPaced(f, size, stop, hurry); err == nil {
 		err = f.Sync()
 	}
 	if err != nil {
@@ -345,22 +363,48 @@ func laterAppend(data []byte, off int64, want uint64) (int64, bool) {
 
 // zeroRange writes zeros over [from, to) of f and syncs it.
 func zeroRange(f *os.File, from, to int64) error {
-	if err := writeZeros(f, from, to, nil); err != nil {
+	if err := writeZeros(f, from, to); err != nil {
 		return err
 	}
 	return fdatasync(f)
 }
 
-// writeZeros writes zeros over [from, to) of f, a MiB at a time, giving up
-// with ErrClosed if stop (when not nil) is set meanwhile.
-func writeZeros(f *os.File, from, to int64, stop *atomic.Bool) error {
+// writeZeros writes zeros over [from, to) of f, a MiB at a time.
+func writeZeros(f *os.File, from, to int64) error {
 	zeros := make([]byte, min(max(to-from, 0), 1<<20))
 	for off := from; off < to; off += int64(len(zeros)) {
-		if stop != nil && stop.Load() {
-			return ErrClosed
-		}
 		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), to-off)], off); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// writeZerosPaced writes zeros over the first size bytes of f, zeroChunk
+// at a time, each sent to the disk and followed by a pause of zeroPace
+// until hurry is closed; it gives up with ErrClosed if stop is set.
+func writeZerosPaced(f *os.File, size int64, stop *atomic.Bool, hurry <-chan struct{}) error {
+	zeros := make([]byte, min(max(size, 0), zeroChunk))
+	pause := time.NewTimer(zeroPace)
+	defer pause.Stop()
+	paced := true
+	for off := int64(0); off < size; off += zeroChunk {
+		if stop.Load() {
+			return ErrClosed
+		}
+		n := min(zeroChunk, size-off)
+		if _, err := f.WriteAt(zeros[:n], off); err != nil {
+			return err
+		}
+		if !paced {
+			continue
+		}
+		startWriteback(f, off, n)
+		select {
+		case <-pause.C:
+			pause.Reset(zeroPace)
+		case <-hurry:
+			paced = false
 		}
 	}
 	return nil
@@ -625,6 +669,7 @@ func (s *Store) discard(seg *segment, isNew bool, at, n int64) {
 // a crash before those are synced leaves a last segment with no valid
 // header, which opening treats as empty.
 func (s *Store) newSegment(base uint64) (*segment, error) {
+	close(s.hurry)
 	sp := <-s.spare
 	if sp.err != nil {
 		s.prepareSpare()
@@ -632,10 +677,13 @@ func (s *Store) newSegment(base uint64) (*segment, error) {
 	}
 	path := s.segPath(base)
 	err := os.Rename(filepath.Join(s.dir, spareName), path)
-	s.prepareSpare() // after the rename: it makes a new spare.tmp
 	if err == nil {
 		err = syncDir(s.dir)
 	}
+	// After the rename (it makes a new spare.tmp), and after the
+	// directory's sync, which would otherwise wait behind the new
+	// spare's first writes.
+	s.prepareSpare()
 	if err != nil {
 		sp.f.Close()
 		os.Remove(path)
@@ -772,6 +820,7 @@ func (s *Store) Close() error {
 	s.closeSegs(s.segs)
 	s.segs = nil
 	s.stopping.Store(true)
+	close(s.hurry) // a spare being made stops pausing, and sees stopping
 	s.spareRun.Wait()
 	if sp := <-s.spare; sp.f != nil {
 		sp.f.Close()

@@ -594,3 +594,85 @@ func TestStoreCompactionLeftoversInAnyOrder(t *testing.T) {
 		t.Fatalf("%d segments left, want %d", len(left), len(segs)-2)
 	}
 }
+
+// TestStoreSparePacedUntilNeeded: the next segment's spare is zero-filled
+// a chunk at a time with pauses, and an append that needs it (or Close)
+// ends the pauses instead of waiting for them.
+func TestStoreSparePacedUntilNeeded(t *testing.T) {
+	defer func(p time.Duration) { zeroPace = p }(zeroPace)
+	zeroPace = time.Hour
+	dir := t.TempDir()
+	const segSize = 4 * zeroChunk
+	s := open(t, dir, segSize)
+	spare := filepath.Join(dir, spareName)
+
+	// The first chunk is written, then the filler pauses (for an hour).
+	size := func() int64 {
+		st, err := os.Stat(spare)
+		if err != nil {
+			return -1
+		}
+		return st.Size()
+	}
+	for deadline := time.Now().Add(10 * time.Second); size() < zeroChunk; {
+		if time.Now().After(deadline) {
+			t.Fatalf("spare of %d bytes after 10 s, want a first chunk of %d", size(), zeroChunk)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if got := size(); got != zeroChunk {
+		t.Fatalf("spare of %d bytes while paused, want %d", got, zeroChunk)
+	}
+
+	// Appends that fill the first segment and start a second: each needs
+	// a spare that is pausing, and must not wait for the pause.
+	done := make(chan error, 1)
+	go func() {
+		big := func(i uint64) *raft.Log {
+			l := entry(i, 1)
+			l.Data = bytes.Repeat([]byte{'z'}, zeroChunk)
+			return l
+		}
+		for i := uint64(1); i <= 6; i++ {
+			if err := s.StoreLogs([]*raft.Log{big(i)}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("appends waited for the spare's pauses")
+	}
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	if len(segs) < 2 {
+		t.Fatalf("segments %q, want at least two", segs)
+	}
+	for _, p := range segs {
+		if st, _ := os.Stat(p); st.Size() < segSize {
+			t.Errorf("%s: %d bytes, want at least %d", p, st.Size(), segSize)
+		}
+	}
+	var got raft.Log
+	if err := s.GetLog(6, &got); err != nil || len(got.Data) != zeroChunk {
+		t.Fatalf("GetLog(6): %d bytes, %v", len(got.Data), err)
+	}
+
+	// Close does not wait for the pausing spare either.
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close waited for the spare's pauses")
+	}
+}
