@@ -160,8 +160,11 @@ func (s *Store) prepareSpare() {
 // other that shares the disk. On the benchmark machine that was a stall
 // of 10–25 ms once per segment, and slower syncs for a while after
 // (docs/BENCHMARKS.md, 2026-11-23). Paced, an append's sync carries
-// at most a chunk of zeros. An append that needs the spare before it is
-// ready closes hurry, and the rest is written at once.
+// at most a chunk of zeros. On a busy machine the pauses run long (a
+// spare took about a second under the benchmark's load); they are not
+// made up, since catching up wrote chunks back to back and brought
+// stalls of 20–30 ms back (tried). An append that needs the spare before
+// it is ready closes hurry, and the rest is written at once.
 const zeroChunk = 128 << 10
 
 // zeroPace is the pause after each chunk (a test may change it).
