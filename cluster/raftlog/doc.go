@@ -14,11 +14,12 @@
 //
 // A store owns one directory:
 //
-//	00000000000000000001.seg   segments, named by the index of their first entry
+//	00000000000000000001.seg     segments, named by the index of their first entry
 //	00000000000000004711.seg
-//	spare.tmp                  the next segment, zero-filled in the background, paced
-//	meta                       the first index the log still holds (written on compaction)
-//	stable                     raft's stable store: current term, last vote
+//	spare.tmp                    the next segment, zero-filled in the background, paced
+//	00000000000000000001.3.dead  a segment a compaction dropped, being removed
+//	meta                         the first index the log still holds (written on compaction)
+//	stable                       raft's stable store: current term, last vote
 //
 // Segments are files of a fixed size (16 MiB) written full of zeros before
 // they are used, so that an append rewrites data blocks and changes no
@@ -74,7 +75,9 @@
 // replacement entries, so a crash at any point leaves a prefix of the old
 // log and never old entries after new ones. Deleting a prefix (compaction)
 // first records the new first index in meta (written to a temporary file,
-// fsynced and renamed), then removes the segments that hold only deleted
-// entries; entries below the first index that remain in a partly deleted
+// fsynced and renamed), then renames the segments that hold only deleted
+// entries to NAME.N.dead and, once appends may go on, removes them
+// (opening removes any a crash left, and drops segments below the first
+// index); entries below the first index that remain in a partly deleted
 // segment are never served.
 package raftlog

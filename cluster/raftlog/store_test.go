@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -674,5 +675,70 @@ func TestStoreSparePacedUntilNeeded(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Close waited for the spare's pauses")
+	}
+}
+
+// TestStoreCompactionRemovesFilesOutsideTheLock: the segments a compaction
+// drops are removed after appends may go on again, and a crash that keeps
+// their files leaves nothing behind once the store is opened.
+func TestStoreCompactionRemovesFilesOutsideTheLock(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, 600)
+	appendChunks(t, s, 1, 60, 1)
+	entered, release := make(chan string, 16), make(chan struct{})
+	defer func(f func(string) error) { removeFile = f }(removeFile)
+	removeFile = func(name string) error {
+		entered <- name
+		<-release
+		return os.Remove(name)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.DeleteRange(1, 40) }()
+	var first string
+	select {
+	case first = <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no segment file removed")
+	}
+	if !strings.HasSuffix(first, deadSuffix) {
+		t.Fatalf("removing %s, want a file renamed out of the log", first)
+	}
+	// The removal is under way: appends and reads go on meanwhile.
+	appended := make(chan error, 1)
+	go func() { appended <- s.StoreLogs(entries(61, 65, 1)) }()
+	select {
+	case err := <-appended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("an append waited for a compaction's file removal")
+	}
+	checkRange(t, s, 41, 65, term1)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*"+deadSuffix)); len(left) != 0 {
+		t.Fatalf("files left: %q", left)
+	}
+	s.Close()
+
+	// A crash between the rename and the removal: opening removes the
+	// dead file and reads the log as it was.
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	slices.Sort(segs)
+	data, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := filepath.Join(dir, "00000000000000000001.7"+deadSuffix)
+	if err := os.WriteFile(dead, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir, 600)
+	checkRange(t, s, 41, 65, term1)
+	if _, err := os.Stat(dead); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("dead file after opening: %v", err)
 	}
 }
