@@ -149,12 +149,15 @@ func wantHolds(tb testing.TB, l *Lock, want int) {
 func TestWatchdog(t *testing.T) {
 	t.Parallel()
 	eachServer(t, func(t *testing.T, s *server) {
-		ctx := ctxT(t, 10*time.Second)
-		const lease = 500 * time.Millisecond // renewed every 167ms
+		ctx := ctxT(t, 20*time.Second)
+		// Renewed every 500 ms: a lease long enough that a busy CI
+		// machine (the race detector, every package's tests at once)
+		// does not stall the renewals past it, as it did a 500 ms one.
+		const lease = 1500 * time.Millisecond
 		c := newClient(t, s.addr, WithWatchdogTimeout(lease))
 		l := c.NewLock("wd")
 		must(t, l.Lock(ctx))
-		time.Sleep(7 * lease / 2)
+		time.Sleep(5 * lease / 2)
 		mustTrue(t)(l.IsHeld(ctx))
 		ttl, err := l.RemainTTL(ctx)
 		must(t, err)
