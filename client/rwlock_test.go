@@ -152,14 +152,14 @@ func TestReadWriteStress(t *testing.T) {
 func TestReadLockWatchdog(t *testing.T) {
 	t.Parallel()
 	eachServer(t, func(t *testing.T, s *server) {
-		ctx := ctxT(t, 10*time.Second)
-		const lease = 500 * time.Millisecond
+		ctx := ctxT(t, 20*time.Second)
+		const lease = 1500 * time.Millisecond // long enough for a busy CI machine, as TestWatchdog's
 		c := newClient(t, s.addr, WithWatchdogTimeout(lease))
 		raw := newRedis(t, s.addr)
 		r := c.NewReadWriteLock("rwdog").ReadLock()
 		must(t, r.Lock(ctx))
 		must(t, r.Lock(ctx))
-		time.Sleep(7 * lease / 2)
+		time.Sleep(5 * lease / 2)
 		for _, k := range []string{"rwdog", "{rwdog}:" + r.Owner().String() + ":rwlock_timeout:1", "{rwdog}:" + r.Owner().String() + ":rwlock_timeout:2"} {
 			if d := raw.PTTL(ctx, k).Val(); d <= 0 || d > lease {
 				t.Fatalf("PTTL %s = %v", k, d)
