@@ -29,7 +29,7 @@ test-go: deps build ## install missing test dependencies, vet, then run every Go
 
 race: test-go ## alias of test-go (the Go tests always run under -race)
 
-bench: deps build ## benchmarks: state machine, EVAL, lock/unlock vs redis-server, then 3-node cluster vs redis fsync-always and etcd (BENCHFLAGS)
+bench: deps build ## benchmarks: state machine, EVAL, lock/unlock vs redis-server, then 3-node cluster and 1 node on disk vs redis fsync-always and etcd (BENCHFLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./fsm/ ./luaexec/
 	$(GO) run ./cmd/deadbolt-bench $(BENCHFLAGS)
 	@command -v etcd >/dev/null || { echo "bench: etcd missing, installing Debian etcd-server etcd-client"; apt-get update -qq && apt-get install -y -qq etcd-server etcd-client; }
