@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -628,29 +629,16 @@ func TestStoreSparePacedUntilNeeded(t *testing.T) {
 
 	// Appends that fill the first segment and start a second: each needs
 	// a spare that is pausing, and must not wait for the pause.
-	done := make(chan error, 1)
-	go func() {
-		big := func(i uint64) *raft.Log {
+	finishes(t, "appends that need a pausing spare", func() error {
+		for i := uint64(1); i <= 6; i++ {
 			l := entry(i, 1)
 			l.Data = bytes.Repeat([]byte{'z'}, zeroChunk)
-			return l
-		}
-		for i := uint64(1); i <= 6; i++ {
-			if err := s.StoreLogs([]*raft.Log{big(i)}); err != nil {
-				done <- err
-				return
+			if err := s.StoreLogs([]*raft.Log{l}); err != nil {
+				return err
 			}
 		}
-		done <- nil
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("appends waited for the spare's pauses")
-	}
+		return nil
+	})
 	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
 	if len(segs) < 2 {
 		t.Fatalf("segments %q, want at least two", segs)
@@ -666,15 +654,22 @@ func TestStoreSparePacedUntilNeeded(t *testing.T) {
 	}
 
 	// Close does not wait for the pausing spare either.
-	closed := make(chan error, 1)
-	go func() { closed <- s.Close() }()
+	finishes(t, "Close with a pausing spare", s.Close)
+}
+
+// finishes runs f, and fails the test if f returns an error or has not
+// returned after 30 s (what names what waited).
+func finishes(t *testing.T, what string, f func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
 	select {
-	case err := <-closed:
+	case err := <-done:
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", what, err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("Close waited for the spare's pauses")
+		t.Fatalf("%s: still waiting after 30 s", what)
 	}
 }
 
@@ -686,6 +681,8 @@ func TestStoreCompactionRemovesFilesOutsideTheLock(t *testing.T) {
 	s := open(t, dir, 600)
 	appendChunks(t, s, 1, 60, 1)
 	entered, release := make(chan string, 16), make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce) // before the store's Close, should the test fail
 	defer func(f func(string) error) { removeFile = f }(removeFile)
 	removeFile = func(name string) error {
 		entered <- name
@@ -704,18 +701,11 @@ func TestStoreCompactionRemovesFilesOutsideTheLock(t *testing.T) {
 		t.Fatalf("removing %s, want a file renamed out of the log", first)
 	}
 	// The removal is under way: appends and reads go on meanwhile.
-	appended := make(chan error, 1)
-	go func() { appended <- s.StoreLogs(entries(61, 65, 1)) }()
-	select {
-	case err := <-appended:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("an append waited for a compaction's file removal")
-	}
+	finishes(t, "an append during a compaction's file removal", func() error {
+		return s.StoreLogs(entries(61, 65, 1))
+	})
 	checkRange(t, s, 41, 65, term1)
-	close(release)
+	releaseOnce()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
