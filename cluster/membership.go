@@ -112,7 +112,7 @@ func (n *Node) MarkRemoved(id string) bool {
 	if id != n.cfg.ID {
 		return false
 	}
-	n.isRemoved.Store(true)
+	n.toldRemoved.Store(true)
 	go n.raft.Shutdown()
 	return true
 }

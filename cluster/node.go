@@ -105,8 +105,14 @@ type Node struct {
 	lead     leaderTime
 	lastProp time.Time // when this leader last proposed anything
 
-	isRemoved atomic.Bool
-	respAddr  atomic.Pointer[string]
+	// toldRemoved: the leader said this node was removed (RAFT REMOVED), and
+	// its Raft instance is shut down. outOfConfig: the newest configuration
+	// this node has lacks it, having once had it. Either means removed().
+	// inConfig: membershipLoop last saw this node in its configuration.
+	toldRemoved atomic.Bool
+	outOfConfig atomic.Bool
+	inConfig    atomic.Bool
+	respAddr    atomic.Pointer[string]
 
 	// events is closed, and replaced, at each leadership event: a leader
 	// becomes known here, or this node becomes a ready leader. Commands
@@ -529,13 +535,13 @@ func (n *Node) proposeInternal(cmd fsm.Command) {
 	}
 }
 
-// membershipLoop keeps the removed flag current and makes sure this
-// node's client address is registered once a leader is known.
+// membershipLoop keeps outOfConfig current and makes sure this node's
+// client address is registered once a leader is known.
 func (n *Node) membershipLoop() {
 	defer n.wg.Done()
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
-	member := false
+	var m membership
 	for {
 		select {
 		case <-n.stop:
@@ -546,22 +552,34 @@ func (n *Node) membershipLoop() {
 		if f.Error() != nil {
 			continue
 		}
-		in := false
-		for _, s := range f.Configuration().Servers {
-			if string(s.ID) == n.cfg.ID {
-				in = true
-			}
-		}
-		if in {
-			member = true
-		}
-		// Only a node that was a member and no longer is counts as removed
-		// (a joining node is not yet in the configuration it has).
-		if member && !in && len(f.Configuration().Servers) > 0 {
-			n.isRemoved.Store(true)
-		}
+		in, out := m.observe(n.cfg.ID, f.Configuration().Servers)
+		n.inConfig.Store(in)
+		n.outOfConfig.Store(out)
 		if in {
 			n.register()
 		}
 	}
+}
+
+// membership follows this node's place in the configurations it sees.
+type membership struct{ seen, removed bool }
+
+// observe takes the newest configuration and says whether this node is in
+// it, and whether it counts as removed: out of it after having been in one.
+// A joining node is not yet in the configuration it has, so that is not
+// removal. Nor is removal final: a node catching up from a snapshot older
+// than its removal passes through that removal on its way to being added
+// back, and must then serve again.
+func (m *membership) observe(id string, servers []raft.Server) (in, removed bool) {
+	if len(servers) == 0 {
+		return false, m.removed // says nothing
+	}
+	for _, s := range servers {
+		if string(s.ID) == id {
+			in = true
+		}
+	}
+	m.seen = m.seen || in
+	m.removed = m.seen && !in
+	return in, m.removed
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/deadbolt/deadbolt/fsm"
 	"github.com/deadbolt/deadbolt/resp"
 )
@@ -297,5 +299,91 @@ func TestLeaderEvents(t *testing.T) {
 	case <-n.leaderEvents():
 		t.Fatal("an event before the wait was remembered")
 	default:
+	}
+}
+
+// TestMembershipObserve: removal is being out of the newest configuration
+// after having been in one, and it ends when the node is added back (as a
+// node catching up from an old snapshot sees its removal, then its return).
+func TestMembershipObserve(t *testing.T) {
+	cfg := func(ids ...string) []raft.Server {
+		var s []raft.Server
+		for _, id := range ids {
+			s = append(s, raft.Server{ID: raft.ServerID(id)})
+		}
+		return s
+	}
+	var m membership
+	steps := []struct {
+		servers []raft.Server
+		in, rem bool
+	}{
+		{nil, false, false},                        // a fresh joining node has no configuration
+		{cfg("n1", "n2"), false, false},            // nor is it in the first one it gets
+		{cfg("n1", "n2", "n3"), true, false},       // added
+		{cfg("n1", "n2"), false, true},             // removed
+		{nil, false, true},                         // (an empty one says nothing new)
+		{cfg("n1", "n2", "n3", "n4"), true, false}, // added back
+		{cfg("n1", "n2", "n4"), false, true},       // removed again
+	}
+	for i, s := range steps {
+		in, rem := m.observe("n3", s.servers)
+		if in != s.in || rem != s.rem {
+			t.Fatalf("step %d %v: in=%v removed=%v, want %v %v", i, s.servers, in, rem, s.in, s.rem)
+		}
+	}
+}
+
+// TestRemovedNodeAddedBackServes: a follower taken out of the
+// configuration refuses commands; added back with its log, it no longer
+// does, and converges with the others.
+func TestRemovedNodeAddedBackServes(t *testing.T) {
+	c := startTestCluster(t, 3)
+	ctx := context.Background()
+	li := c.leader(-1)
+	l := c.nodes[li]
+	vi := (li + 1) % len(c.nodes)
+	v := c.nodes[vi]
+	if _, err := l.Apply(ctx, cmd("SET", "before", "1")); err != nil {
+		t.Fatal(err)
+	}
+	// (A node that never saw itself in a configuration is joining, not
+	// removed.)
+	within(t, 5*time.Second, "the follower to see itself a member", func() bool { return v.inConfig.Load() })
+	if err := l.RemoveServer(c.ids[vi]); err != nil {
+		t.Fatal(err)
+	}
+	// The leader replicates up to the configuration that drops the
+	// follower, so it learns of its removal.
+	within(t, 5*time.Second, "the removed node to know it", func() bool { return v.removed() })
+	if _, err := v.Apply(ctx, cmd("SET", "during", "1")); !errors.Is(err, ErrRemoved) {
+		t.Fatalf("a removed node's SET: %v, want %v", err, ErrRemoved)
+	}
+	if err := l.AddVoter(c.ids[vi], v.RaftAddr()); err != nil {
+		t.Fatal(err)
+	}
+	within(t, 5*time.Second, "the node added back to count as a member", func() bool { return !v.removed() })
+	// (These nodes have no client addresses, so a follower cannot forward
+	// a command: the leader takes it, and the node must apply it.)
+	if _, err := l.Apply(ctx, cmd("SET", "after", "1")); err != nil {
+		t.Fatal(err)
+	}
+	c.converged()
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := v.Apply(short, cmd("SET", "after", "2")); errors.Is(err, ErrRemoved) {
+		t.Fatalf("the node added back still refuses commands: %v", err)
+	}
+}
+
+// within fails the test unless cond holds within d.
+func within(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

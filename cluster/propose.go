@@ -292,6 +292,7 @@ func (n *Node) register() {
 	}
 }
 
-// removed reports whether this node has been removed from the cluster
-// (kept current by membershipLoop).
-func (n *Node) removed() bool { return n.isRemoved.Load() }
+// removed reports whether this node has been removed from the cluster:
+// told so by the leader, or out of the newest configuration it has (kept
+// current by membershipLoop).
+func (n *Node) removed() bool { return n.toldRemoved.Load() || n.outOfConfig.Load() }
