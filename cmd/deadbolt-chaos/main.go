@@ -49,6 +49,7 @@ type config struct {
 	snapshotThreshold int
 	nodeFlags         string
 	only              string
+	limit             time.Duration
 }
 
 func main() {
@@ -87,6 +88,7 @@ func parse(args []string, stderr io.Writer) (config, string, error) {
 	fs.IntVar(&c.snapshotThreshold, "snapshot-threshold", 64, "nodes' --snapshot-threshold: small, so snapshots happen all the time")
 	fs.StringVar(&c.nodeFlags, "node-flags", "", "extra flags for every deadbolt node, space separated")
 	fs.StringVar(&c.only, "nemesis", "", "comma-separated nemeses to use instead of the full schedule (see -list)")
+	fs.DurationVar(&c.limit, "limit", 0, "give up (exit 2, after a goroutine dump) if the whole run takes longer (0: duration + 2 × check-timeout + 5m)")
 	list := fs.Bool("list", false, "list the nemeses and exit")
 	inner := fs.String("inner-lab", "", "internal: run inside the lab namespace with this prefix")
 	if err := fs.Parse(args); err != nil {
@@ -103,6 +105,9 @@ func parse(args []string, stderr io.Writer) (config, string, error) {
 	}
 	if c.seed == 0 {
 		c.seed = time.Now().UnixNano()
+	}
+	if c.limit == 0 {
+		c.limit = c.duration + 2*c.checkTimeout + 5*time.Minute
 	}
 	for _, name := range splitList(c.only) {
 		if _, ok := nemesisByName(name); !ok {
@@ -185,16 +190,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	inArgs = append(inArgs, "--inner-lab", l.prefix, "--out", cfg.out, "--bin", cfg.bin, "--seed", fmt.Sprint(cfg.seed))
 	cmd := exec.Command("ip", inArgs...)
 	cmd.Stdout, cmd.Stderr, cmd.Stdin = stdout, stderr, nil
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return 2, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	limit := time.NewTimer(cfg.limit)
+	defer limit.Stop()
 	select {
 	case err = <-done:
 	case <-ctx.Done():
 		cmd.Process.Signal(syscall.SIGTERM)
 		err = <-done
+	case <-limit.C:
+		// A run that hangs must not hold CI until its own time limit: dump
+		// where the harness is stuck, then end it (its nodes die with it).
+		cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		return 2, fmt.Errorf("the run did not finish within --limit %v (the goroutine dump above shows where it was)", cfg.limit)
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -204,4 +223,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		return 2, err
 	}
 	return 0, nil
+}
+
+// dieWithParent has the kernel kill cmd's process when the harness that
+// started it dies, however it dies: a killed or timed-out run leaves no
+// node running (and holding its address) behind. Nothing in the harness
+// locks goroutines to threads, so the starting thread lives as long as the
+// process.
+func dieWithParent(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

@@ -277,7 +277,10 @@ func (h *harness) jumpLeader(ctx context.Context, d time.Duration) (string, erro
 }
 
 // heal ends every fault: processes resumed, partitions removed, dead nodes
-// restarted, removed nodes wiped and joined again.
+// restarted, and every node the leader's configuration lacks wiped and
+// joined again. That configuration decides, not the nemesis's record: a
+// removal answered with an error may have been committed by a later
+// leader, and one seen in an uncommitted configuration may have been lost.
 func (h *harness) heal(ctx context.Context) error {
 	var errs []string
 	if err := h.lab.heal(); err != nil {
@@ -296,14 +299,27 @@ func (h *harness) heal(ctx context.Context) error {
 			}
 		}
 	}
+	l, err := h.db.waitLeader(ctx, 20*time.Second)
+	var members []string
+	if err == nil {
+		members, err = l.memberList(ctx)
+	}
+	if err != nil {
+		errs = append(errs, "no configuration to heal to: "+err.Error())
+		return errors.New(strings.Join(errs, "; "))
+	}
 	for _, n := range h.db.nodes {
-		n.mu.Lock()
-		removed := n.removed
-		n.mu.Unlock()
-		if removed {
-			if err := h.rejoin(ctx, n); err != nil {
+		if contains(members, n.id) {
+			n.mu.Lock()
+			n.removed = false
+			n.mu.Unlock()
+			if err := h.db.start(n, ""); err != nil {
 				errs = append(errs, err.Error())
 			}
+			continue
+		}
+		if err := h.rejoin(ctx, n); err != nil {
+			errs = append(errs, err.Error())
 		}
 	}
 	if len(errs) > 0 {

@@ -108,6 +108,7 @@ func (d *db) start(n *node, join string) error {
 	args = append(args, d.extra...)
 	cmd := exec.Command("ip", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return err
@@ -199,9 +200,11 @@ func (n *node) do(ctx context.Context, timeout time.Duration, args ...any) (any,
 }
 
 // leader asks every usable node whom it follows and returns the node most
-// name, when a majority of the configuration agrees and that node runs.
+// name, when it runs and a majority of the configuration it reports names
+// it. The configuration is the cluster's, not the harness's idea of it: a
+// removal whose outcome was unknown may have been committed later.
 func (d *db) leader(ctx context.Context) (*node, error) {
-	votes := map[string]int{}
+	voters := map[string][]string{} // leader id -> the nodes that name it
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, n := range d.nodes {
@@ -218,41 +221,45 @@ func (d *db) leader(ctx context.Context) (*node, error) {
 			if a, ok := r.([]any); ok && len(a) == 2 {
 				if id, ok := a[0].(string); ok {
 					mu.Lock()
-					votes[id]++
+					voters[id] = append(voters[id], n.id)
 					mu.Unlock()
 				}
 			}
 		}(n)
 	}
 	wg.Wait()
-	best, most := "", 0
-	for id, v := range votes {
-		if v > most {
-			best, most = id, v
+	best := ""
+	for id, v := range voters {
+		if len(v) > len(voters[best]) {
+			best = id
 		}
 	}
-	if most*2 <= d.members() {
-		return nil, errors.New("no leader agreed on by a majority")
+	if best == "" {
+		return nil, errors.New("no node names a leader")
 	}
+	var l *node
 	for _, n := range d.nodes {
 		if n.id == best && n.usable() {
-			return n, nil
+			l = n
 		}
 	}
-	return nil, fmt.Errorf("leader %s is not running", best)
-}
-
-// members is how many nodes the harness believes are in the configuration.
-func (d *db) members() int {
-	c := 0
-	for _, n := range d.nodes {
-		n.mu.Lock()
-		if !n.removed {
-			c++
-		}
-		n.mu.Unlock()
+	if l == nil {
+		return nil, fmt.Errorf("leader %s is not running", best)
 	}
-	return c
+	members, err := l.memberList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("leader %s: %w", best, err)
+	}
+	agree := 0
+	for _, id := range voters[best] {
+		if contains(members, id) {
+			agree++
+		}
+	}
+	if !contains(members, best) || agree*2 <= len(members) {
+		return nil, fmt.Errorf("no leader agreed on by a majority: %s named by %v, its members %v", best, voters[best], members)
+	}
+	return l, nil
 }
 
 // waitLeader polls until a leader is agreed on.

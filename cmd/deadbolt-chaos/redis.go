@@ -49,6 +49,7 @@ func (p *redisProc) start(l *lab) error {
 	}
 	cmd := exec.Command("ip", append([]string{"netns", "exec", l.hostNS(p.hostIdx), p.bin}, p.args...)...)
 	cmd.Stdout, cmd.Stderr = f, f
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return err
