@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -63,7 +64,7 @@ func (n *Node) AddVoter(id, raftAddr string) error {
 	}
 	f := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.CommandTimeout)
 	if err := f.Error(); err != nil {
-		return fmt.Errorf("cluster: add voter %s: %w", id, err)
+		return fmt.Errorf("cluster: add voter %s: %w", id, membershipErr(err))
 	}
 	// Committed may still mean not on this leader's disk (durable.go).
 	if err := n.waitDurable(f.Index()); err != nil {
@@ -83,7 +84,7 @@ func (n *Node) RemoveServer(id string) error {
 	n.fsm.mu.Unlock()
 	f := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.CommandTimeout)
 	if err := f.Error(); err != nil {
-		return fmt.Errorf("cluster: remove %s: %w", id, err)
+		return fmt.Errorf("cluster: remove %s: %w", id, membershipErr(err))
 	}
 	if err := n.waitDurable(f.Index()); err != nil {
 		return fmt.Errorf("cluster: remove %s: %w", id, err)
@@ -103,6 +104,16 @@ func (n *Node) RemoveServer(id string) error {
 		}
 	}
 	return nil
+}
+
+// membershipErr says so when a configuration change failed after it was
+// appended to the log: a later leader may still commit it (the chaos test
+// saw a removal answered with this error take effect seconds later).
+func membershipErr(err error) error {
+	if errors.Is(err, raft.ErrLeadershipLost) {
+		return fmt.Errorf("%w; the change may still take effect (RAFT MEMBERS shows the configuration)", err)
+	}
+	return err
 }
 
 // MarkRemoved is called on a node that the leader removed: it stops

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -385,5 +386,18 @@ func within(t *testing.T, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("waited %v for %s", d, what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A configuration change that lost its leader after being appended may
+// still be committed by the next one, and the error says so; others are
+// passed on as they are.
+func TestMembershipErr(t *testing.T) {
+	err := membershipErr(raft.ErrLeadershipLost)
+	if !errors.Is(err, raft.ErrLeadershipLost) || !strings.Contains(err.Error(), "may still take effect") {
+		t.Fatalf("leadership lost: %v", err)
+	}
+	if err := membershipErr(raft.ErrNotLeader); err != raft.ErrNotLeader {
+		t.Fatalf("not leader: %v", err)
 	}
 }
