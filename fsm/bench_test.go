@@ -80,3 +80,26 @@ func BenchmarkSnapshot10k(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// BenchmarkScan100k is one SCAN call (COUNT 10) of full iterations over a
+// database of 100,000 keys, while a lock key comes and goes between calls.
+func BenchmarkScan100k(b *testing.B) {
+	f := New(Options{})
+	defer f.Close()
+	for i := 0; i < 100000; i++ {
+		f.Apply(0, Command{Args: toArgs([]string{"SET", "key:" + strconv.Itoa(i), "v"})})
+	}
+	set := Command{Args: toArgs([]string{"HSET", "lock", "uuid:1", "1"})}
+	del := Command{Args: toArgs([]string{"DEL", "lock"})}
+	cursor := "0"
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		f.Apply(0, set)
+		r := f.Read(0, Command{Args: toArgs([]string{"SCAN", cursor, "COUNT", "10"})})
+		if len(r.Reply.Elems) != 2 {
+			b.Fatalf("SCAN: %q", r.Reply.Append(nil))
+		}
+		cursor = string(r.Reply.Elems[0].Str)
+		f.Apply(0, del)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"github.com/deadbolt/deadbolt/internal/glob"
-	"hash/fnv"
 	"math"
 	"sort"
 	"strconv"
@@ -265,14 +264,18 @@ func cmdKeys(c *Ctx, args [][]byte) resp.Reply {
 //
 // COUNT is the number of keys examined (expired and filtered ones
 // included), like the number of hash buckets Redis examines; so a call
-// may return fewer keys than COUNT, or none, with a non-zero cursor. Each
-// call costs O(N) in the size of the database.
+// may return fewer keys than COUNT, or none, with a non-zero cursor. The
+// reply depends on nothing but the keys that exist; scanIndex makes a
+// call cost O(log N + COUNT).
 
 // scanHash is a key's position in SCAN's order: its FNV-1a hash, 63 bits.
 func scanHash(key string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	return h.Sum64() >> 1
+	h := uint64(14695981039346656037) // FNV-1a, 64-bit, without hash/fnv's allocations
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= 1099511628211
+	}
+	return h >> 1
 }
 
 // parseCursor parses a SCAN cursor as Redis's strtoul-based parser does:
@@ -302,11 +305,6 @@ func parseCursor(b []byte) (uint64, bool) {
 		v = -v
 	}
 	return v, true
-}
-
-type scanEntry struct {
-	hash uint64
-	key  string
 }
 
 func cmdScan(c *Ctx, args [][]byte) resp.Reply {
@@ -340,28 +338,20 @@ func cmdScan(c *Ctx, args [][]byte) resp.Reply {
 		}
 	}
 
-	var batch []scanEntry
-	for k := range c.db.keys {
-		if h := scanHash(k); h >= cursor {
-			batch = append(batch, scanEntry{h, k})
-		}
+	if c.db.scan == nil {
+		c.db.scan = buildScanIndex(c.db)
 	}
-	sort.Slice(batch, func(i, j int) bool {
-		if batch[i].hash != batch[j].hash {
-			return batch[i].hash < batch[j].hash
-		}
-		return batch[i].key < batch[j].key
-	})
+	c.db.scan.fresh(c.db)
+	var batch []scanEntry
 	next := uint64(0)
-	if int64(len(batch)) > count {
-		n := int(count)
-		for n < len(batch) && batch[n].hash == batch[n-1].hash {
-			n++ // keep keys with the same hash together
+	it := c.db.scan.iter(c.db, cursor)
+	for e, ok := it.next(); ok; e, ok = it.next() {
+		// Keys that share a hash are never split between calls.
+		if int64(len(batch)) >= count && e.hash != batch[len(batch)-1].hash {
+			next = e.hash
+			break
 		}
-		if n < len(batch) {
-			next = batch[n].hash
-		}
-		batch = batch[:n]
+		batch = append(batch, e)
 	}
 
 	out := []resp.Reply{}

@@ -59,6 +59,7 @@ func (v *Value) keyString(key []byte) string {
 // keyspace is one logical database.
 type keyspace struct {
 	keys map[string]*Value
+	scan *scanIndex // nil until a SCAN needs it
 }
 
 func newKeyspace() *keyspace {
@@ -116,6 +117,11 @@ func (c *Ctx) put(key []byte, v *Value) {
 	c.f.version++
 	v.Version = c.f.version
 	v.name = k
+	if x := c.db.scan; x != nil {
+		if _, ok := c.db.keys[k]; !ok && !x.noteAdded(k) {
+			c.db.scan = nil
+		}
+	}
 	c.db.keys[k] = v
 	if v.Deadline != 0 {
 		c.f.expires.add(c.dbIndex, k, v.Deadline)
@@ -158,6 +164,9 @@ func (c *Ctx) remove(k string) {
 		return
 	}
 	delete(c.db.keys, k)
+	if c.db.scan != nil {
+		c.db.scan.noteRemoved()
+	}
 	c.f.version++
 	c.f.tombs.add(c.dbIndex, k, c.f.version)
 }
