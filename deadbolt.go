@@ -49,6 +49,7 @@ type Config struct {
 	ElectionTimeout   time.Duration
 	LeaderLease       time.Duration
 	CommandTimeout    time.Duration
+	DiskStall         time.Duration // see cluster.Config.DiskStall
 	RaftLog           io.Writer
 
 	network     *cluster.Network // RunClusterT's cuttable links
@@ -104,7 +105,7 @@ func Start(cfg Config) (*Node, error) {
 			ID: id, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, Peers: peers,
 			SnapshotThreshold: cfg.SnapshotThreshold, HeartbeatTimeout: cfg.HeartbeatTimeout,
 			ElectionTimeout: cfg.ElectionTimeout, LeaderLease: cfg.LeaderLease,
-			CommandTimeout: cfg.CommandTimeout, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget,
+			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget,
 			Logger: cfg.Logger, RaftLog: cfg.RaftLog, Deliver: hub, Password: cfg.RequirePass,
 			Network: cfg.network,
 		})

@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"errors"
+	"time"
+
 	"github.com/hashicorp/raft"
 )
 
@@ -9,6 +12,9 @@ import (
 // an index are on disk.
 type durability interface {
 	WaitDurable(index uint64) error
+	// UnsyncedFor is how long the oldest append not yet synced has waited
+	// for its sync (0: none waits).
+	UnsyncedFor() time.Duration
 }
 
 // The leader's own appends are synced in parallel with replication
@@ -27,14 +33,48 @@ type durability interface {
 // them again; raft reads each of them first, and heldLogs makes that read
 // wait for the sync.
 
+// A leader whose disk stalls would keep its role as long as the stall
+// lasts: its raft loop waits in the log store, but its heartbeats (which
+// carry no commit index) still go out, so the followers never elect
+// another leader, and the cluster serves nothing. So once the leader's own
+// sync has waited longer than Config.DiskStall, its transport sends no
+// AppendEntries at all: to the followers it is as if the leader were cut
+// off, and they elect one of themselves (they hold every entry it
+// replicated). When its disk comes back it hears the new term and steps
+// down, as after a partition.
+
+// errDiskStalled refuses an AppendEntries while this node's log sync is
+// stalled.
+var errDiskStalled = errors.New("cluster: the log's sync is stalled; not sending until it completes")
+
 // durableTransport is raft's transport with AppendEntries held until the
-// commit index they carry is durable here.
+// commit index they carry is durable here, and refused while this node's
+// log sync is stalled.
 type durableTransport struct {
 	*raft.NetworkTransport
-	d durability
+	d       durability
+	stall   time.Duration       // refuse beyond this; 0: never
+	onStall func(time.Duration) // told of each refusal, with the sync's wait
+}
+
+// stalled returns errDiskStalled if the log's sync has waited too long.
+func (t *durableTransport) stalled() error {
+	if t.stall <= 0 {
+		return nil
+	}
+	if w := t.d.UnsyncedFor(); w > t.stall {
+		if t.onStall != nil {
+			t.onStall(w)
+		}
+		return errDiskStalled
+	}
+	return nil
 }
 
 func (t *durableTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	if err := t.stalled(); err != nil {
+		return err
+	}
 	if err := t.d.WaitDurable(args.LeaderCommitIndex); err != nil {
 		return err
 	}
@@ -46,16 +86,19 @@ func (t *durableTransport) AppendEntriesPipeline(id raft.ServerID, target raft.S
 	if err != nil {
 		return nil, err
 	}
-	return &durablePipeline{AppendPipeline: p, d: t.d}, nil
+	return &durablePipeline{AppendPipeline: p, t: t}, nil
 }
 
 type durablePipeline struct {
 	raft.AppendPipeline
-	d durability
+	t *durableTransport
 }
 
 func (p *durablePipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
-	if err := p.d.WaitDurable(args.LeaderCommitIndex); err != nil {
+	if err := p.t.stalled(); err != nil {
+		return nil, err
+	}
+	if err := p.t.d.WaitDurable(args.LeaderCommitIndex); err != nil {
 		return nil, err
 	}
 	return p.AppendPipeline.AppendEntries(args, resp)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"io"
 	"sync"
 	"testing"
@@ -13,9 +14,10 @@ import (
 
 // fakeDurable is a log whose durable index the test moves.
 type fakeDurable struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	durable uint64
+	mu       sync.Mutex
+	cond     *sync.Cond
+	durable  uint64
+	unsynced time.Duration // what UnsyncedFor says
 }
 
 func newFakeDurable(at uint64) *fakeDurable {
@@ -31,6 +33,12 @@ func (d *fakeDurable) WaitDurable(index uint64) error {
 		d.cond.Wait()
 	}
 	return nil
+}
+
+func (d *fakeDurable) UnsyncedFor() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.unsynced
 }
 
 func (d *fakeDurable) set(index uint64) {
@@ -94,7 +102,7 @@ func TestDurableTransportHoldsCommitIndex(t *testing.T) {
 		}
 	}()
 	d := newFakeDurable(5)
-	tr := &durableTransport{a, d}
+	tr := &durableTransport{NetworkTransport: a, d: d}
 	send := func(commit uint64) {
 		var resp raft.AppendEntriesResponse
 		go tr.AppendEntries("b", b.LocalAddr(), &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}, Term: 1, LeaderCommitIndex: commit}, &resp)
@@ -204,4 +212,73 @@ func (h *fakeHeld) SyncHeld(index uint64) error {
 	h.asked <- index
 	<-h.release
 	return nil
+}
+
+// While the log's sync has waited longer than the stall limit, the
+// transport sends nothing, plain or pipelined, and says so; once the sync
+// completes it sends again.
+func TestDurableTransportMuteWhileStalled(t *testing.T) {
+	a, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	got := make(chan struct{}, 16)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case rpc := <-b.Consumer():
+				got <- struct{}{}
+				rpc.Respond(&raft.AppendEntriesResponse{Term: 1, Success: true}, nil)
+			}
+		}
+	}()
+	d := newFakeDurable(0)
+	var told []time.Duration
+	tr := &durableTransport{NetworkTransport: a, d: d, stall: time.Second, onStall: func(w time.Duration) { told = append(told, w) }}
+	heartbeat := func() error {
+		var resp raft.AppendEntriesResponse
+		return tr.AppendEntries("b", b.LocalAddr(), &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}, Term: 1}, &resp)
+	}
+	if err := heartbeat(); err != nil {
+		t.Fatal(err)
+	}
+	arrives(t, got, "a heartbeat")
+
+	d.mu.Lock()
+	d.unsynced = 1500 * time.Millisecond
+	d.mu.Unlock()
+	if err := heartbeat(); !errors.Is(err, errDiskStalled) {
+		t.Fatalf("a heartbeat with the sync stalled: %v, want %v", err, errDiskStalled)
+	}
+	p, err := tr.AppendEntriesPipeline("b", b.LocalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var resp raft.AppendEntriesResponse
+	if _, err := p.AppendEntries(&raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}, Term: 1}, &resp); !errors.Is(err, errDiskStalled) {
+		t.Fatalf("a pipelined AppendEntries with the sync stalled: %v, want %v", err, errDiskStalled)
+	}
+	notYet(t, got, "an AppendEntries")
+	if len(told) != 2 || told[0] != 1500*time.Millisecond {
+		t.Fatalf("onStall was told %v, want twice 1.5s", told)
+	}
+
+	d.mu.Lock()
+	d.unsynced = 900 * time.Millisecond // waiting, but not past the limit
+	d.mu.Unlock()
+	if err := heartbeat(); err != nil {
+		t.Fatal(err)
+	}
+	arrives(t, got, "a heartbeat after the stall")
 }

@@ -49,6 +49,13 @@ type Config struct {
 	Deliver           Deliverer // this node's pub/sub hub
 	Password          string    // AUTH for forwarding to other nodes' client ports
 	Network           *Network  // test hook: links that tests can cut
+	// DiskStall: a leader whose own log sync has waited longer stops
+	// sending to its followers, so that they elect another (durable.go).
+	// 0: 1 s; negative: never.
+	DiskStall time.Duration
+	// BeforeSync is a test hook: it runs before each sync of the log, and
+	// its error fails the sync (a stalled or failing disk).
+	BeforeSync func() error
 }
 
 func (c *Config) defaults() {
@@ -72,6 +79,9 @@ func (c *Config) defaults() {
 	}
 	if c.CommandTimeout == 0 {
 		c.CommandTimeout = 5 * time.Second
+	}
+	if c.DiskStall == 0 {
+		c.DiskStall = time.Second
 	}
 	if c.Clock == nil {
 		c.Clock = SystemClock{}
@@ -113,6 +123,7 @@ type Node struct {
 	outOfConfig atomic.Bool
 	inConfig    atomic.Bool
 	respAddr    atomic.Pointer[string]
+	stallWarned atomic.Int64 // when diskStalled last logged, Unix ns
 
 	// events is closed, and replaced, at each leadership event: a leader
 	// becomes known here, or this node becomes a ready leader. Commands
@@ -181,7 +192,7 @@ func NewNode(cfg Config) (*Node, error) {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, err
 		}
-		store, st, closer, err := OpenLogStore(cfg.DataDir, rc.Logger)
+		store, st, closer, err := openLogStore(cfg.DataDir, rc.Logger, raftlog.Options{BeforeSync: cfg.BeforeSync})
 		if err != nil {
 			return nil, err
 		}
@@ -255,7 +266,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	var trans raft.Transport = n.transport
 	if n.durable != nil {
-		trans = &durableTransport{n.transport, n.durable}
+		trans = &durableTransport{NetworkTransport: n.transport, d: n.durable, stall: cfg.DiskStall, onStall: n.diskStalled}
 	}
 	n.raft, err = raft.NewRaft(rc, n.fsm, logs, stable, snaps, trans)
 	if err != nil {
@@ -288,6 +299,17 @@ func (n *Node) leaderEvents() <-chan struct{} {
 		n.events = make(chan struct{})
 	}
 	return n.events
+}
+
+// diskStalled is told each time the transport refuses to send because
+// this node's log sync is stalled; it logs at most once a second.
+func (n *Node) diskStalled(wait time.Duration) {
+	now := time.Now().UnixNano()
+	last := n.stallWarned.Load()
+	if now-last < int64(time.Second) || !n.stallWarned.CompareAndSwap(last, now) {
+		return
+	}
+	n.cfg.Logger.Warn("the log's sync is stalled: not sending to the followers, so that they elect another leader", "waited", wait.Round(time.Millisecond))
 }
 
 // leaderEvent wakes whoever waits on leaderEvents.

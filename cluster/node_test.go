@@ -401,3 +401,81 @@ func TestMembershipErr(t *testing.T) {
 		t.Fatalf("not leader: %v", err)
 	}
 }
+
+// TestLeaderDiskStallFailsOver: the leader's disk stops answering syncs.
+// Without more, its heartbeats would keep the followers from electing
+// another leader for as long as the stall lasts; with the stall limit its
+// transport goes quiet, a follower takes over and serves, and when the
+// disk comes back the old leader steps down and catches up.
+func TestLeaderDiskStallFailsOver(t *testing.T) {
+	nw := NewNetwork()
+	const n = 3
+	var (
+		nodes  []*Node
+		peers  []Peer
+		stalls [n]atomic.Bool
+		gate   = make(chan struct{})
+	)
+	for i := 0; i < n; i++ {
+		i := i
+		node, err := NewNode(Config{
+			ID: fmt.Sprintf("n%d", i+1), RaftAddr: "127.0.0.1:0", Network: nw, DataDir: t.TempDir(),
+			HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
+			LeaderLease: 250 * time.Millisecond, CommandTimeout: 5 * time.Second,
+			DiskStall: 300 * time.Millisecond,
+			BeforeSync: func() error {
+				if stalls[i].Load() {
+					<-gate
+				}
+				return nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { node.Close() })
+		nodes = append(nodes, node)
+		peers = append(peers, Peer{ID: node.cfg.ID, RaftAddr: node.RaftAddr()})
+	}
+	t.Cleanup(func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	})
+	if err := nodes[0].Bootstrap(peers); err != nil {
+		t.Fatal(err)
+	}
+	c := &testCluster{tb: t, nodes: nodes, nw: nw}
+	for _, node := range nodes {
+		c.ids = append(c.ids, node.cfg.ID)
+	}
+	ctx := context.Background()
+	li := c.leader(-1)
+	if _, err := nodes[li].Apply(ctx, cmd("SET", "before", "1")); err != nil {
+		t.Fatal(err)
+	}
+
+	stalls[li].Store(true)
+	stuck := make(chan error, 1)
+	go func() {
+		_, err := nodes[li].Apply(ctx, cmd("SET", "during", "1")) // its sync never ends
+		stuck <- err
+	}()
+	start := time.Now()
+	ni := c.leader(li)
+	t.Logf("%s took over %v after the stall of %s's disk", c.ids[ni], time.Since(start).Round(time.Millisecond), c.ids[li])
+	if res, err := nodes[ni].Apply(ctx, cmd("SET", "after", "1")); err != nil || res.Reply.String() != "OK" {
+		t.Fatalf("SET through the new leader: %v %s", err, res.Reply.String())
+	}
+
+	close(gate)
+	within(t, 10*time.Second, "the old leader to step down", func() bool { return !nodes[li].IsLeader() })
+	select {
+	case <-stuck: // whatever its outcome, the command ends
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command on the stalled leader never ended")
+	}
+	c.converged()
+}

@@ -70,12 +70,17 @@ func LogStorePath(dataDir string) string {
 // OpenLogStore opens (creating if needed) the log and stable store in
 // dataDir, which must exist. Close the returned closer when done.
 func OpenLogStore(dataDir string, logger hclog.Logger) (raft.LogStore, raft.StableStore, io.Closer, error) {
+	return openLogStore(dataDir, logger, raftlog.Options{})
+}
+
+// openLogStore is OpenLogStore with the options of a raftlog store.
+func openLogStore(dataDir string, logger hclog.Logger, opts raftlog.Options) (raft.LogStore, raft.StableStore, io.Closer, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
 	switch LogStoreKind(dataDir) {
 	case StoreRaftlog:
-		st, err := raftlog.Open(filepath.Join(dataDir, raftlogDir), raftlog.Options{})
+		st, err := raftlog.Open(filepath.Join(dataDir, raftlogDir), opts)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("cluster: open log store: %w", err)
 		}

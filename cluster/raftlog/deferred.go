@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"time"
 )
 
 // Deferred syncs let raft's leader write its own entries in parallel with
@@ -22,11 +23,12 @@ type deferred struct {
 
 	mu      sync.Mutex
 	cond    *sync.Cond
-	written uint64   // the last index written, synced or not; changed under wmu and mu
-	durable uint64   // the last index known synced; under mu
-	pending *os.File // the file with unsynced appends, if any; changed under wmu and mu
-	err     error    // a failed deferred sync: sticky, under mu
-	closed  bool     // under mu
+	written uint64    // the last index written, synced or not; changed under wmu and mu
+	durable uint64    // the last index known synced; under mu
+	pending *os.File  // the file with unsynced appends, if any; changed under wmu and mu
+	since   time.Time // when pending was set, under mu
+	err     error     // a failed deferred sync: sticky, under mu
+	closed  bool      // under mu
 
 	req      chan struct{} // capacity 1: an append is waiting for the syncer
 	stop     chan struct{}
@@ -36,6 +38,29 @@ type deferred struct {
 
 // syncFile is the sync of an append (a test may replace it).
 var syncFile = appendSync
+
+// syncAppends syncs appended entries in f, after Options.BeforeSync.
+func (s *Store) syncAppends(f *os.File) error {
+	if s.beforeSync != nil {
+		if err := s.beforeSync(); err != nil {
+			return err
+		}
+	}
+	return syncFile(f)
+}
+
+// UnsyncedFor is how long the oldest deferred append not yet synced has
+// waited for its sync; 0 when none waits. A leader whose disk stalls sees
+// it grow (cluster: its followers stop hearing from it, and elect another).
+func (s *Store) UnsyncedFor() time.Duration {
+	d := &s.def
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pending == nil {
+		return 0
+	}
+	return time.Since(d.since)
+}
 
 // DeferSyncWhen makes the appends made while when returns true return
 // before they are synced (see deferred). Call it before the store is used.
@@ -80,7 +105,7 @@ func (s *Store) flushPending() error {
 	if f == nil {
 		return nil
 	}
-	err = syncFile(f)
+	err = s.syncAppends(f)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
@@ -104,6 +129,9 @@ func (s *Store) appended(f *os.File, last uint64, synced bool) {
 		d.durable, d.pending = last, nil
 		d.cond.Broadcast()
 	} else {
+		if d.pending == nil {
+			d.since = time.Now()
+		}
 		d.pending = f
 	}
 	d.mu.Unlock()

@@ -233,3 +233,60 @@ func TestAppendWaitsForDeferredSync(t *testing.T) {
 	}
 	checkRange(t, s, 1, 3, term1)
 }
+
+// UnsyncedFor grows while a deferred append waits for its sync (a stalled
+// disk) and is 0 once the sync is done, and for appends synced before they
+// return. BeforeSync runs before each sync, and its error fails it.
+func TestUnsyncedForAndBeforeSync(t *testing.T) {
+	gate := make(chan struct{})
+	var calls atomic.Int64
+	var fail atomic.Pointer[error]
+	s, err := Open(t.TempDir(), Options{SegmentSize: 1 << 12, BeforeSync: func() error {
+		calls.Add(1)
+		<-gate
+		if e := fail.Load(); e != nil {
+			return *e
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var leader atomic.Bool
+	leader.Store(true)
+	s.DeferSyncWhen(leader.Load)
+
+	if got := s.UnsyncedFor(); got != 0 {
+		t.Fatalf("UnsyncedFor of an empty store = %v", got)
+	}
+	if err := s.StoreLogs(entries(1, 3, 1)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond)
+	if got := s.UnsyncedFor(); got < 30*time.Millisecond {
+		t.Fatalf("UnsyncedFor with the sync stalled = %v, want at least 30ms", got)
+	}
+	if calls.Load() == 0 {
+		t.Fatal("BeforeSync was not called before the deferred sync")
+	}
+	close(gate)
+	if err := mustWait(t, waitDone(s, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.UnsyncedFor(); got != 0 {
+		t.Fatalf("UnsyncedFor after the sync = %v", got)
+	}
+	leader.Store(false)
+	if err := s.StoreLogs(entries(4, 4, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.UnsyncedFor(); got != 0 {
+		t.Fatalf("UnsyncedFor after a synced append = %v", got)
+	}
+	boom := errors.New("disk gone")
+	fail.Store(&boom)
+	if err := s.StoreLogs(entries(5, 5, 1)); !errors.Is(err, boom) {
+		t.Fatalf("an append whose BeforeSync fails: %v, want %v", err, boom)
+	}
+}

@@ -57,13 +57,18 @@ type Options struct {
 	// 0). An append that does not fit in the current segment starts a new
 	// one; an append larger than a segment grows its file.
 	SegmentSize int64
+	// BeforeSync, if set, runs before each sync of appended entries, and
+	// its error fails the sync: fault injection for tests (a stalled or
+	// failing disk).
+	BeforeSync func() error
 }
 
 // Store is a raft.LogStore and raft.StableStore kept in one directory. Its
 // methods are safe for concurrent use; appends and deletions are serialised.
 type Store struct {
-	dir     string
-	segSize int64
+	dir        string
+	segSize    int64
+	beforeSync func() error
 
 	wmu sync.Mutex // held by StoreLogs and DeleteRange for their whole run
 	buf []byte     // encoding buffer, under wmu
@@ -120,7 +125,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, segSize: opts.SegmentSize}
+	s := &Store{dir: dir, segSize: opts.SegmentSize, beforeSync: opts.BeforeSync}
 	s.def.cond = sync.NewCond(&s.def.mu)
 	if s.segSize <= 0 {
 		s.segSize = DefaultSegmentSize
@@ -642,7 +647,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	}
 	deferred := s.deferNow()
 	if !deferred {
-		if err := syncFile(tail.f); err != nil {
+		if err := s.syncAppends(tail.f); err != nil {
 			s.discard(tail, newSeg, at, int64(len(b)))
 			return fmt.Errorf("raftlog: append: %w", err)
 		}

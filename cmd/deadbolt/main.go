@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		heartbeat   = fs.Duration("heartbeat-timeout", 500*time.Millisecond, "Raft: how long a follower waits for the leader before an election")
 		election    = fs.Duration("election-timeout", 500*time.Millisecond, "Raft: how long a candidate waits before a new election")
 		lease       = fs.Duration("leader-lease", 250*time.Millisecond, "Raft: how long a leader stays leader without hearing from a quorum")
+		diskStall   = fs.Duration("disk-stall-timeout", time.Second, "Raft: a leader whose own log sync has waited this long stops sending to its followers, so that they elect another (negative: never)")
 		masterName  = fs.String("master-name", "mymaster", "the master `name` Sentinel clients ask for (the Raft leader)")
 		sentinelAt  = fs.String("sentinel-addr", "", "also serve on this `host:port` (such as 127.0.0.1:26379), for clients that expect Sentinels on a port of their own")
 		showVersion = fs.Bool("version", false, "print the version and exit")
@@ -112,6 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		HeartbeatTimeout:  *heartbeat,
 		ElectionTimeout:   *election,
 		LeaderLease:       *lease,
+		DiskStall:         *diskStall,
 		MasterName:        *masterName,
 		SentinelAddr:      *sentinelAt,
 	})
