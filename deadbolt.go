@@ -51,6 +51,7 @@ type Config struct {
 	CommandTimeout    time.Duration
 	DiskStall         time.Duration // see cluster.Config.DiskStall
 	RaftLog           io.Writer
+	BeforeSync        func() error // test hook: see cluster.Config.BeforeSync
 
 	network     *cluster.Network // RunClusterT's cuttable links
 	noBootstrap bool             // RunClusterT bootstraps once all nodes listen
@@ -107,7 +108,7 @@ func Start(cfg Config) (*Node, error) {
 			ElectionTimeout: cfg.ElectionTimeout, LeaderLease: cfg.LeaderLease,
 			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget,
 			Logger: cfg.Logger, RaftLog: cfg.RaftLog, Deliver: hub, Password: cfg.RequirePass,
-			Network: cfg.network,
+			Network: cfg.network, BeforeSync: cfg.BeforeSync,
 		})
 		if err != nil {
 			return nil, err

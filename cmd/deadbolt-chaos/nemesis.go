@@ -87,6 +87,29 @@ var nemeses = []nemesis{
 			l.signal(syscall.SIGSTOP)
 			return "paused leader " + l.id, nil
 		}},
+	{name: "disk-stall-leader", what: "the leader's log syncs wait until healing (a disk that stops answering)", class: "split-brain stale-read-after-election",
+		start: func(ctx context.Context, h *harness) (string, error) {
+			l, err := h.db.leader(ctx)
+			if err != nil {
+				return "", err
+			}
+			if err := os.WriteFile(l.stallFile, nil, 0o644); err != nil {
+				return "", err
+			}
+			// A leader whose disk stalls must not hold the cluster: it
+			// goes quiet and another node takes over. Waited for here,
+			// so the fault lasts at least that long.
+			const limit = 10 * time.Second
+			start := time.Now()
+			for time.Since(start) < limit && ctx.Err() == nil {
+				if nl, err := h.db.leader(ctx); err == nil && nl != l {
+					return fmt.Sprintf("stalled leader %s's disk; %s led %v later", l.id, nl.id, time.Since(start).Round(time.Millisecond)), nil
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			h.violation(chaos.Violation{Check: "liveness", Detail: fmt.Sprintf("leader %s's disk stalled, and no other node led within %v", l.id, limit)})
+			return "stalled leader " + l.id + "'s disk; no other leader", nil
+		}},
 	{name: "pause-majority", what: "SIGSTOP a majority", class: "split-brain",
 		start: func(ctx context.Context, h *harness) (string, error) {
 			ns := h.pick(h.db.nodes, len(h.db.nodes)/2+1)
@@ -288,6 +311,9 @@ func (h *harness) heal(ctx context.Context) error {
 	}
 	for _, n := range h.db.nodes {
 		n.signal(syscall.SIGCONT)
+		if err := os.Remove(n.stallFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err.Error())
+		}
 	}
 	for _, n := range h.db.nodes {
 		n.mu.Lock()

@@ -24,6 +24,7 @@ type node struct {
 	ip, addr, raft  string
 	dir, dataDir    string
 	clockFile, logf string
+	stallFile       string // while it exists, the node's log syncs wait
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -70,6 +71,7 @@ func newDB(bin string, l *lab, n int, out string, extra []string, logf func(stri
 			dir: filepath.Join(out, fmt.Sprintf("n%d", i+1))}
 		nd.dataDir = filepath.Join(nd.dir, "data")
 		nd.clockFile = filepath.Join(nd.dir, "clock-offset-ms")
+		nd.stallFile = filepath.Join(nd.dir, "disk-stall")
 		nd.logf = filepath.Join(out, nd.id+".log")
 		if err := os.MkdirAll(nd.dir, 0o755); err != nil {
 			return nil, err
@@ -99,7 +101,7 @@ func (d *db) start(n *node, join string) error {
 	fmt.Fprintf(logf, "=== harness: start %s at %s (join %q)\n", n.id, time.Now().Format(time.RFC3339Nano), join)
 	args := []string{"netns", "exec", d.lab.hostNS(n.idx), d.bin,
 		"--id", n.id, "--addr", n.addr, "--raft-addr", n.raft, "--data-dir", n.dataDir,
-		"--clock-offset-file", n.clockFile, "--log-level", "info"}
+		"--clock-offset-file", n.clockFile, "--disk-stall-file", n.stallFile, "--log-level", "info"}
 	if join != "" {
 		args = append(args, "--join", join)
 	} else {

@@ -60,6 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		showVersion = fs.Bool("version", false, "print the version and exit")
 		gcPercent   = fs.Int("gc-percent", 400, "Go garbage collector target, as GOGC (which wins when set): heap growth in `percent` between collections; higher trades memory for CPU")
 		clockFile   = fs.String("clock-offset-file", "", "test only: add the offset in ms written in this `file` (re-read every 50 ms) to the node's clock, for fault injection")
+		stallFile   = fs.String("disk-stall-file", "", "test only: while this `file` exists, every sync of the Raft log waits (a stalled disk, for fault injection)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -96,8 +97,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *clockFile != "" {
 		clock = watchClockOffset(ctx, *clockFile, logger)
 	}
+	var beforeSync func() error
+	if *stallFile != "" {
+		beforeSync = stallWhileExists(ctx, *stallFile, logger)
+	}
 	node, err := deadbolt.Start(deadbolt.Config{
 		Clock:             clock,
+		BeforeSync:        beforeSync,
 		Addr:              *addr,
 		RequirePass:       *requirepass,
 		MaxClients:        *maxClients,
@@ -187,4 +193,27 @@ func watchClockOffset(ctx context.Context, path string, logger *slog.Logger) *of
 		}
 	}()
 	return c
+}
+
+// stallWhileExists returns a hook that holds each sync of the log while
+// path exists (test only), polling every 20 ms; it lets go when ctx ends.
+func stallWhileExists(ctx context.Context, path string, logger *slog.Logger) func() error {
+	return func() error {
+		for waited := false; ; waited = true {
+			if _, err := os.Stat(path); err != nil {
+				if waited {
+					logger.Warn("disk stall over (test only)")
+				}
+				return nil
+			}
+			if !waited {
+				logger.Warn("disk stalled: log syncs wait (test only)", "file", path)
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
 }
