@@ -71,23 +71,24 @@ func arrives[T any](t *testing.T, ch <-chan T, what string) T {
 	return zero
 }
 
-// The leader's transport sends no commit index that its own log has not
-// synced: plain AppendEntries (heartbeats carry none) and pipelined ones
-// wait for the sync, then go.
-func TestDurableTransportHoldsCommitIndex(t *testing.T) {
+// transportPair is two raft transports: a to send from, and b, which
+// answers every AppendEntries with success and passes on the commit index
+// it carried.
+func transportPair(t *testing.T) (a, b *raft.NetworkTransport, got <-chan uint64) {
+	t.Helper()
 	a, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
-	b, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
+	t.Cleanup(func() { a.Close() })
+	b, err = raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	got := make(chan uint64, 16)
+	t.Cleanup(func() { b.Close() })
+	ch := make(chan uint64, 16)
 	done := make(chan struct{})
-	defer close(done)
+	t.Cleanup(func() { close(done) })
 	go func() {
 		for {
 			select {
@@ -95,12 +96,20 @@ func TestDurableTransportHoldsCommitIndex(t *testing.T) {
 				return
 			case rpc := <-b.Consumer():
 				if req, ok := rpc.Command.(*raft.AppendEntriesRequest); ok {
-					got <- req.LeaderCommitIndex
+					ch <- req.LeaderCommitIndex
 				}
 				rpc.Respond(&raft.AppendEntriesResponse{Term: 1, Success: true}, nil)
 			}
 		}
 	}()
+	return a, b, ch
+}
+
+// The leader's transport sends no commit index that its own log has not
+// synced: plain AppendEntries (heartbeats carry none) and pipelined ones
+// wait for the sync, then go.
+func TestDurableTransportHoldsCommitIndex(t *testing.T) {
+	a, b, got := transportPair(t)
 	d := newFakeDurable(5)
 	tr := &durableTransport{NetworkTransport: a, d: d}
 	send := func(commit uint64) {
@@ -218,30 +227,7 @@ func (h *fakeHeld) SyncHeld(index uint64) error {
 // transport sends nothing, plain or pipelined, and says so; once the sync
 // completes it sends again.
 func TestDurableTransportMuteWhileStalled(t *testing.T) {
-	a, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	got := make(chan struct{}, 16)
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case rpc := <-b.Consumer():
-				got <- struct{}{}
-				rpc.Respond(&raft.AppendEntriesResponse{Term: 1, Success: true}, nil)
-			}
-		}
-	}()
+	a, b, got := transportPair(t)
 	d := newFakeDurable(0)
 	var told []time.Duration
 	tr := &durableTransport{NetworkTransport: a, d: d, stall: time.Second, onStall: func(w time.Duration) { told = append(told, w) }}

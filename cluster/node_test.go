@@ -26,16 +26,26 @@ type testCluster struct {
 }
 
 func startTestCluster(tb testing.TB, n int) *testCluster {
+	return startTestClusterWith(tb, n, nil)
+}
+
+// startTestClusterWith is startTestCluster with each node's Config changed
+// by edit first.
+func startTestClusterWith(tb testing.TB, n int, edit func(i int, cfg *Config)) *testCluster {
 	tb.Helper()
 	c := &testCluster{tb: tb, nw: NewNetwork()}
 	var peers []Peer
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("n%d", i+1)
-		node, err := NewNode(Config{
+		cfg := Config{
 			ID: id, RaftAddr: "127.0.0.1:0", Network: c.nw,
 			HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
 			LeaderLease: 250 * time.Millisecond, CommandTimeout: 5 * time.Second,
-		})
+		}
+		if edit != nil {
+			edit(i, &cfg)
+		}
+		node, err := NewNode(cfg)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -408,49 +418,27 @@ func TestMembershipErr(t *testing.T) {
 // transport goes quiet, a follower takes over and serves, and when the
 // disk comes back the old leader steps down and catches up.
 func TestLeaderDiskStallFailsOver(t *testing.T) {
-	nw := NewNetwork()
 	const n = 3
-	var (
-		nodes  []*Node
-		peers  []Peer
-		stalls [n]atomic.Bool
-		gate   = make(chan struct{})
-	)
-	for i := 0; i < n; i++ {
-		i := i
-		node, err := NewNode(Config{
-			ID: fmt.Sprintf("n%d", i+1), RaftAddr: "127.0.0.1:0", Network: nw, DataDir: t.TempDir(),
-			HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
-			LeaderLease: 250 * time.Millisecond, CommandTimeout: 5 * time.Second,
-			DiskStall: 300 * time.Millisecond,
-			BeforeSync: func() error {
-				if stalls[i].Load() {
-					<-gate
-				}
-				return nil
-			},
-		})
-		if err != nil {
-			t.Fatal(err)
+	var stalls [n]atomic.Bool
+	gate := make(chan struct{})
+	c := startTestClusterWith(t, n, func(i int, cfg *Config) {
+		cfg.DataDir = t.TempDir()
+		cfg.DiskStall = 300 * time.Millisecond
+		cfg.BeforeSync = func() error {
+			if stalls[i].Load() {
+				<-gate
+			}
+			return nil
 		}
-		t.Cleanup(func() { node.Close() })
-		nodes = append(nodes, node)
-		peers = append(peers, Peer{ID: node.cfg.ID, RaftAddr: node.RaftAddr()})
-	}
-	t.Cleanup(func() {
+	})
+	t.Cleanup(func() { // before the nodes close (cleanups run last first)
 		select {
 		case <-gate:
 		default:
 			close(gate)
 		}
 	})
-	if err := nodes[0].Bootstrap(peers); err != nil {
-		t.Fatal(err)
-	}
-	c := &testCluster{tb: t, nodes: nodes, nw: nw}
-	for _, node := range nodes {
-		c.ids = append(c.ids, node.cfg.ID)
-	}
+	nodes := c.nodes
 	ctx := context.Background()
 	li := c.leader(-1)
 	if _, err := nodes[li].Apply(ctx, cmd("SET", "before", "1")); err != nil {
