@@ -89,6 +89,13 @@ func (n *Node) RemoveServer(id string) error {
 	if err := n.waitDurable(f.Index()); err != nil {
 		return fmt.Errorf("cluster: remove %s: %w", id, err)
 	}
+	if id == n.cfg.ID {
+		// The leader removed itself: done. It has stepped down, and as a
+		// removed node can neither forget its address (harmless: it is
+		// looked up by id, and set again if the id joins again) nor needs
+		// telling.
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CommandTimeout)
 	defer cancel()
 	if _, err := n.Apply(ctx, fsm.ForgetCommand(id)); err != nil {

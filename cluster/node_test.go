@@ -467,3 +467,24 @@ func TestLeaderDiskStallFailsOver(t *testing.T) {
 	}
 	c.converged()
 }
+
+// A leader asked to remove itself does, says so, and another node leads.
+func TestLeaderRemovesItself(t *testing.T) {
+	c := startTestCluster(t, 3)
+	li := c.leader(-1)
+	l := c.nodes[li]
+	if err := l.RemoveServer(c.ids[li]); err != nil {
+		t.Fatalf("RAFT REMOVE of the leader itself: %v", err)
+	}
+	ni := c.leader(li)
+	members, err := c.nodes[ni].Members()
+	if err != nil || len(members) != 2 {
+		t.Fatalf("members after the removal: %v %v", members, err)
+	}
+	for _, m := range members {
+		if m.ID == c.ids[li] {
+			t.Fatalf("%s still a member: %v", m.ID, members)
+		}
+	}
+	within(t, 5*time.Second, "the old leader to know it was removed", l.removed)
+}
