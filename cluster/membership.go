@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,10 +75,18 @@ func (n *Node) AddVoter(id, raftAddr string) error {
 }
 
 // RemoveServer removes a member and forgets its client address. Only the
-// leader can.
+// leader can. An id that is not a member is an error (raft would accept
+// it and change nothing, so a mistyped id would look removed).
 func (n *Node) RemoveServer(id string) error {
 	if !n.IsLeader() {
 		return ErrNotLeader
+	}
+	members, err := n.Members()
+	if err != nil {
+		return fmt.Errorf("cluster: remove %s: %w", id, err)
+	}
+	if !slices.ContainsFunc(members, func(m Member) bool { return m.ID == id }) {
+		return fmt.Errorf("cluster: remove %s: no member has that id (RAFT MEMBERS lists them)", id)
 	}
 	n.fsm.mu.Lock()
 	addr, _ := n.state.NodeAddr(id)

@@ -469,10 +469,14 @@ func TestLeaderDiskStallFailsOver(t *testing.T) {
 }
 
 // A leader asked to remove itself does, says so, and another node leads.
-func TestLeaderRemovesItself(t *testing.T) {
+// An id that is no member is an error, not a silent success.
+func TestRaftRemoveSelfAndUnknown(t *testing.T) {
 	c := startTestCluster(t, 3)
 	li := c.leader(-1)
 	l := c.nodes[li]
+	if err := l.RemoveServer("n9"); err == nil || !strings.Contains(err.Error(), "no member has that id") {
+		t.Fatalf("RAFT REMOVE of an unknown id: %v", err)
+	}
 	if err := l.RemoveServer(c.ids[li]); err != nil {
 		t.Fatalf("RAFT REMOVE of the leader itself: %v", err)
 	}
