@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -41,11 +42,8 @@ type scanEntry struct {
 }
 
 func compareScan(a, b scanEntry) int {
-	if a.hash != b.hash {
-		if a.hash < b.hash {
-			return -1
-		}
-		return 1
+	if c := cmp.Compare(a.hash, b.hash); c != 0 {
+		return c
 	}
 	return strings.Compare(a.key, b.key)
 }
