@@ -99,10 +99,10 @@ func (n *Node) RemoveServer(id string) error {
 		return fmt.Errorf("cluster: remove %s: %w", id, err)
 	}
 	if id == n.cfg.ID {
-		// The leader removed itself: done. It has stepped down, and as a
-		// removed node can neither forget its address (harmless: it is
-		// looked up by id, and set again if the id joins again) nor needs
-		// telling.
+		// The leader removed itself and has stepped down. Being removed,
+		// it cannot propose forgetting its own address (a stale entry is
+		// harmless: addresses are looked up by member id, and set again
+		// if the id rejoins), and it needs no telling.
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CommandTimeout)

@@ -238,12 +238,11 @@ func TestAppendWaitsForDeferredSync(t *testing.T) {
 // disk) and is 0 once the sync is done, and for appends synced before they
 // return. BeforeSync runs before each sync, and its error fails it.
 func TestUnsyncedForAndBeforeSync(t *testing.T) {
-	gate := make(chan struct{})
+	g := gateSyncs(t)
 	var calls atomic.Int64
 	var fail atomic.Pointer[error]
 	s, err := Open(t.TempDir(), Options{SegmentSize: 1 << 12, BeforeSync: func() error {
 		calls.Add(1)
-		<-gate
 		if e := fail.Load(); e != nil {
 			return *e
 		}
@@ -270,7 +269,7 @@ func TestUnsyncedForAndBeforeSync(t *testing.T) {
 	if calls.Load() == 0 {
 		t.Fatal("BeforeSync was not called before the deferred sync")
 	}
-	close(gate)
+	close(g.open)
 	if err := mustWait(t, waitDone(s, 3)); err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,8 @@
 // deadbolt: it runs N real deadbolt processes, each on a host of its own
 // (a network namespace), drives ten clients doing Redisson-style locking,
 // a register and a list through EVAL and MULTI/EXEC, and injects faults
-// (kills, pauses, partitions, leader clock jumps, membership changes,
-// snapshots, restarts) alone and together. After healing it checks
+// (kills, pauses, partitions, leader clock jumps, a leader's stalled disk,
+// membership changes, snapshots, restarts) alone and together. After healing it checks
 // linearizability (porcupine), mutual exclusion, that nothing acknowledged
 // was lost, that every node's state is the same, and that no node logged
 // a panic or a race; it exits 1 on any violation. With --target redis it
