@@ -149,11 +149,12 @@ func wantHolds(tb testing.TB, l *Lock, want int) {
 func TestWatchdog(t *testing.T) {
 	t.Parallel()
 	eachServer(t, func(t *testing.T, s *server) {
-		ctx := ctxT(t, 20*time.Second)
-		// Renewed every 500 ms: a lease long enough that a busy CI
+		ctx := ctxT(t, 30*time.Second)
+		// Renewed every second: a lease long enough that a busy CI
 		// machine (the race detector, every package's tests at once)
-		// does not stall the renewals past it, as it did a 500 ms one.
-		const lease = 1500 * time.Millisecond
+		// does not stall the renewals past it, as it did a 500 ms one
+		// and, once in a CI run, a 1.5 s one.
+		const lease = 3 * time.Second
 		c := newClient(t, s.addr, WithWatchdogTimeout(lease))
 		l := c.NewLock("wd")
 		must(t, l.Lock(ctx))

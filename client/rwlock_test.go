@@ -152,8 +152,8 @@ func TestReadWriteStress(t *testing.T) {
 func TestReadLockWatchdog(t *testing.T) {
 	t.Parallel()
 	eachServer(t, func(t *testing.T, s *server) {
-		ctx := ctxT(t, 20*time.Second)
-		const lease = 1500 * time.Millisecond // long enough for a busy CI machine, as TestWatchdog's
+		ctx := ctxT(t, 30*time.Second)
+		const lease = 3 * time.Second // long enough for a busy CI machine, as TestWatchdog's
 		c := newClient(t, s.addr, WithWatchdogTimeout(lease))
 		raw := newRedis(t, s.addr)
 		r := c.NewReadWriteLock("rwdog").ReadLock()
