@@ -110,6 +110,7 @@ type Node struct {
 	closers []io.Closer
 	fwd     *forwarder
 	prop    *proposer
+	confirm *confirmer // read-index rounds (readindex.go)
 
 	tmu      sync.Mutex
 	lead     leaderTime
@@ -237,9 +238,9 @@ func NewNode(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("cluster: raft transport: %w", lerr)
 		}
 		cfg.Network.Register(ln.Addr().String(), cfg.ID)
+		stream := n.demux(&streamLayer{Listener: ln, nw: cfg.Network, id: cfg.ID})
 		n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-			Stream: &streamLayer{Listener: ln, nw: cfg.Network, id: cfg.ID}, MaxPool: 8,
-			Timeout: 5 * time.Second, Logger: rc.Logger,
+			Stream: stream, MaxPool: 8, Timeout: 5 * time.Second, Logger: rc.Logger,
 		})
 	} else {
 		var advertise net.Addr = addr
@@ -249,7 +250,7 @@ func NewNode(cfg Config) (*Node, error) {
 		var stream *tcpStream
 		if stream, err = listenTCP(cfg.RaftAddr, advertise); err == nil {
 			n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-				Stream: stream, MaxPool: 8, Timeout: 5 * time.Second, Logger: rc.Logger,
+				Stream: n.demux(stream), MaxPool: 8, Timeout: 5 * time.Second, Logger: rc.Logger,
 			})
 		}
 	}
@@ -396,6 +397,9 @@ func (n *Node) Close() error {
 		n.wg.Wait()
 		err = n.raft.Shutdown().Error()
 		n.fwd.close()
+		if n.confirm != nil {
+			n.confirm.close()
+		}
 		n.transport.Close()
 		n.closeStores()
 		n.state.Close()

@@ -236,46 +236,6 @@ func TestApplyLocalLeadershipLoss(t *testing.T) {
 	}
 }
 
-// A read on the leader of three commits an entry of its own (a tick), so
-// that only a quorum's answer to a message sent after the read began lets
-// it through (readIndex); the sole voter of a cluster reads without one.
-func TestReadGoesThroughTheLog(t *testing.T) {
-	c := startTestCluster(t, 3)
-	l := c.nodes[c.leader(-1)]
-	ctx := context.Background()
-	if _, err := l.ApplyLocal(ctx, cmd("SET", "k", "v")); err != nil {
-		t.Fatal(err)
-	}
-	before := l.AppliedIndex()
-	res, err := l.ReadLocal(ctx, cmd("GET", "k"))
-	if err != nil || string(res.Reply.Str) != "v" {
-		t.Fatalf("GET: %v %s", err, res.Reply.String())
-	}
-	if got := l.AppliedIndex(); got <= before {
-		t.Fatalf("applied index %d after the read, %d before: the read committed nothing", got, before)
-	}
-
-	one := startTestCluster(t, 1)
-	s := one.nodes[one.leader(-1)]
-	if _, err := s.ApplyLocal(ctx, cmd("SET", "k", "v")); err != nil {
-		t.Fatal(err)
-	}
-	// (An idle leader's own tick may land in between: try a few times.)
-	for try := 0; ; try++ {
-		before = s.AppliedIndex()
-		if res, err := s.ReadLocal(ctx, cmd("GET", "k")); err != nil || string(res.Reply.Str) != "v" {
-			t.Fatalf("sole voter GET: %v %s", err, res.Reply.String())
-		}
-		got := s.AppliedIndex()
-		if got == before {
-			break
-		}
-		if try == 4 {
-			t.Fatalf("the sole voter's read committed an entry (%d → %d)", before, got)
-		}
-	}
-}
-
 // leaderEvents: a channel that the next leadership event closes, and a
 // fresh one after it; an event with nobody waiting is not remembered.
 func TestLeaderEvents(t *testing.T) {

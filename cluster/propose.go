@@ -185,19 +185,21 @@ func (n *Node) StartApply(cmd fsm.Command, done func(fsm.Result, error)) bool {
 	return true
 }
 
-// readIndex makes a read on this leader linearizable: it commits a tick
-// (an entry that changes nothing but the state machine's clock) through
-// the proposer, in the entry the writes waiting with it share, and returns
-// once this node has applied it. The tick commits only with a quorum's
-// acknowledgements of a message sent after the read began, so this node
-// was still the leader then, and it has applied every write acknowledged
-// before. raft's VerifyLeader is not enough for that: it counts the
+// readIndex makes a read on this leader linearizable without a log entry
+// (readindex.go): it notes the commit index, has a quorum of voters confirm,
+// in answers to a message sent after the read began, that this node still
+// leads them in its term, and returns once this node has applied the noted
+// index. raft's VerifyLeader is not enough for that: it counts the
 // answers to heartbeats and appends already in flight when it is called,
 // so a leader paused for a while (a stopped process, a stalled VM)
 // counts, once resumed, a follower's answer given before the pause and
 // before a newer leader was elected. `make chaos` caught a read that
 // missed two acknowledged appends that way (a paused leader, resumed).
+// Until 2026-11-25 a read committed a tick through the log instead, which
+// cost it a write.
 //
+// The leader is ready (stamp): it has committed an entry of its own term,
+// so its commit index covers every entry committed before it led.
 // The only voter of a cluster has no one to lose its leadership to: its
 // reads wait only for what it has committed to be applied.
 func (n *Node) readIndex(ctx context.Context) error {
@@ -210,18 +212,20 @@ func (n *Node) readIndex(ctx context.Context) error {
 		}
 		return nil
 	}
-	ts, ok := n.stamp()
-	if !ok {
+	n.tmu.Lock()
+	ready, term := n.lead.ready, n.lead.term
+	n.tmu.Unlock()
+	if !ready {
 		return ErrNotLeader
 	}
-	_, err := n.prop.propose(ctx, AppendEntry(nil, Entry{Time: ts, Cmd: fsm.TickCommand()}))
-	switch {
-	case err == nil:
-		return nil
-	case retryable(err):
-		return err
+	index := n.raft.CommitIndex()
+	if err := n.confirm.confirm(ctx, term); err != nil {
+		return ErrNoLeader // nothing was changed: the read may be retried
 	}
-	return ErrNoLeader // whether the tick was applied does not matter: the read may be retried
+	if err := n.fsm.waitApplied(ctx, index); err != nil {
+		return ErrNoLeader
+	}
+	return nil
 }
 
 // soleVoter reports whether this node is the only voter of its latest
@@ -249,13 +253,7 @@ func (n *Node) ReadLocal(ctx context.Context, cmd fsm.Command) (fsm.Result, erro
 	if err := n.readIndex(ctx); err != nil {
 		return fsm.Result{}, err
 	}
-	ts, ok := n.stamp()
-	if !ok {
-		return fsm.Result{}, ErrNotLeader
-	}
-	n.fsm.mu.Lock()
-	defer n.fsm.mu.Unlock()
-	return n.state.Read(ts, cmd), nil
+	return n.readNow(cmd)
 }
 
 // KeyVersionLocal answers WATCH on this node, which must be the leader.

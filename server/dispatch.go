@@ -179,6 +179,10 @@ func (c *conn) runKeyspace(spec *fsm.Spec, args [][]byte) {
 		}
 		res, err = c.srv.backend.Apply(context.Background(), cmd)
 	} else {
+		if c.lc.async && c.readerAsync() {
+			c.readAsync(cmd) // keyspaceReply comes with taskApplied
+			return
+		}
 		res, err = c.srv.backend.Read(context.Background(), cmd)
 	}
 	c.keyspaceReply(spec, res, err)

@@ -36,6 +36,7 @@ import (
 type eventLoop struct {
 	s      *Server
 	async  AsyncApplier // the backend, if its writes wait (the cluster)
+	reader AsyncReader  // the backend, if its reads can start without waiting
 	epfd   int
 	wakefd int // eventfd that wakes epoll_wait for posted tasks
 	// epoll is epfd registered with the Go runtime's poller, nil if that
@@ -88,6 +89,7 @@ func newEventLoop(s *Server) (*eventLoop, error) {
 	}
 	l := &eventLoop{s: s, epfd: epfd, wakefd: int(r), conns: make(map[int32]*conn)}
 	l.async, _ = s.backend.(AsyncApplier)
+	l.reader, _ = s.backend.(AsyncReader)
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(l.wakefd)}
 	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.wakefd, &ev); err != nil {
 		syscall.Close(epfd)
@@ -425,7 +427,7 @@ func (l *eventLoop) process(c *conn) {
 		c.qbuf = c.rd.Buffered()
 		cs, isConn := lookupConn(args[0])
 		if isConn && cs.flags&mayBlock != 0 && c.multi == nil ||
-			l.async != nil && !c.asyncWrite(isConn, args) && !c.answeredLocally(cs, isConn) {
+			l.async != nil && !c.asyncKeyspace(isConn, args) && !c.answeredLocally(cs, isConn) {
 			// A command that may wait: WAIT, DEBUG SLEEP, and with a
 			// backend whose commands wait (the cluster) anything but a
 			// write that can start with StartApply or a request the
@@ -450,14 +452,18 @@ func (l *eventLoop) process(c *conn) {
 	l.updateInterest(c)
 }
 
-// asyncWrite reports whether a request is a keyspace write outside MULTI,
-// which the event loop starts with the backend's StartApply.
-func (c *conn) asyncWrite(isConn bool, args [][]byte) bool {
+// asyncKeyspace reports whether a request is a keyspace command outside
+// MULTI that the event loop starts without waiting: a write, with the
+// backend's StartApply, or a read, with its StartRead.
+func (c *conn) asyncKeyspace(isConn bool, args [][]byte) bool {
 	if isConn || c.multi != nil {
 		return false
 	}
 	spec, ok := fsm.Lookup(args[0])
-	return ok && spec.Flags&(fsm.Write|fsm.Internal) == fsm.Write
+	if !ok || spec.Flags&fsm.Internal != 0 {
+		return false
+	}
+	return spec.Flags&fsm.Write != 0 || c.lc.lp.reader != nil && spec.Flags&fsm.Read != 0
 }
 
 // answeredLocally reports whether a request is answered from the
@@ -497,6 +503,45 @@ func (c *conn) applyAsync(cmd fsm.Command) {
 			done(res, err)
 		}()
 		res, err = c.srv.backend.Apply(context.Background(), cmd)
+	}()
+}
+
+// readerAsync reports whether c's loop starts reads with StartRead.
+func (c *conn) readerAsync() bool { return c.lc.lp != nil && c.lc.lp.reader != nil }
+
+// readAsync starts a read (runKeyspace on an AsyncReader's loop), as
+// applyAsync starts a write: its outcome comes back as taskApplied.
+func (c *conn) readAsync(cmd fsm.Command) {
+	l := c.lc.lp
+	done := func(res fsm.Result, err error) {
+		l.post(loopTask{kind: taskApplied, c: c, res: res, err: err})
+	}
+	c.lc.busy, c.lc.pending = true, true
+	ok := false
+	func() {
+		defer func() {
+			if !ok {
+				c.lc.busy, c.lc.pending = false, false
+			}
+		}()
+		ok = l.reader.StartRead(cmd, done)
+	}()
+	if ok {
+		return
+	}
+	c.lc.busy, c.lc.pending = true, true
+	l.s.wg.Add(1)
+	go func() {
+		defer l.s.wg.Done()
+		res, err := fsm.Result{}, errInternal
+		defer func() {
+			if p := recover(); p != nil {
+				c.srv.cfg.Logger.Error("server: panic reading",
+					"client", c.id, "command", c.lastCmd, "panic", p, "stack", string(debug.Stack()))
+			}
+			done(res, err)
+		}()
+		res, err = c.srv.backend.Read(context.Background(), cmd)
 	}()
 }
 

@@ -20,3 +20,5 @@ func (*eventLoop) run()                        {}
 func (*eventLoop) post(loopTask)               {}
 func detach(net.Conn) (int, error)             { return -1, errNoLoop }
 func (*conn) applyAsync(fsm.Command)           {}
+func (*conn) readAsync(fsm.Command)            {}
+func (*conn) readerAsync() bool                { return false }

@@ -266,6 +266,18 @@ type AsyncApplier interface {
 	StartApply(cmd fsm.Command, done func(fsm.Result, error)) bool
 }
 
+// AsyncReader is implemented by backends whose reads wait (the cluster
+// node, for a confirmation of its leadership). A read outside MULTI on
+// the event loop starts with StartRead, and its connection waits, without
+// a goroutine, for done.
+type AsyncReader interface {
+	// StartRead begins serving a read-only cmd and reports whether it
+	// could without waiting; if so, done is called exactly once, from
+	// another goroutine, with the outcome. cmd's arguments stay valid
+	// until then (the connection reads no further request meanwhile).
+	StartRead(cmd fsm.Command, done func(fsm.Result, error)) bool
+}
+
 // eventLoopLocked returns the event loop, starting it the first time,
 // and the socket of nc taken over for it; nil without a loop. s.mu held.
 func (s *Server) eventLoopLocked(nc net.Conn) (*eventLoop, int) {

@@ -1,0 +1,462 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/deadbolt/deadbolt/fsm"
+)
+
+// Reads without a log entry (ReadIndex, the Raft thesis §6.4).
+//
+// A read on a leader of several voters notes the leader's commit index when
+// it arrives, then asks every voter: "are you still in my term, following
+// me?" The question is sent after the read arrived, so a quorum of "yes"
+// (this node counting as one) shows that no other leader had been elected
+// when the read arrived: a newer leader needs a quorum of votes in a higher
+// term, and a voter that has seen a higher term never says yes to a lower
+// one (terms only grow). The read then waits until this node has applied the
+// noted index and is served from its own state machine. Reads that arrive
+// while a round is in flight share the next round, so a round's cost (one
+// message to each voter and its answer) is paid once for many reads.
+//
+// raft's VerifyLeader would count answers to messages sent before the read
+// arrived (see readIndex); these rounds travel on connections of their own,
+// opened through the same stream layer as raft's (so they pass the same
+// authentication and the same test network), and told apart from raft's by
+// their first byte.
+
+// confirmMagic opens a confirmation connection; raft's own RPC types are
+// small integers (0 to 4 in raft 1.7).
+const confirmMagic = 0xdb
+
+// confirmMaxID bounds a leader id in a confirmation request.
+const confirmMaxID = 255
+
+// errDemuxClosed is Accept's answer once the stream layer is closed.
+var errDemuxClosed = errors.New("cluster: transport closed")
+
+// demuxStream is the stream layer raft's transport gets: it hands raft the
+// connections that speak raft, and serve the ones that carry confirmation
+// rounds.
+type demuxStream struct {
+	raft.StreamLayer
+	serve  func(net.Conn)
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newDemuxStream(inner raft.StreamLayer, serve func(net.Conn)) *demuxStream {
+	d := &demuxStream{StreamLayer: inner, serve: serve, conns: make(chan net.Conn), closed: make(chan struct{})}
+	go d.acceptLoop()
+	return d
+}
+
+func (d *demuxStream) acceptLoop() {
+	for {
+		c, err := d.StreamLayer.Accept()
+		if err != nil {
+			select {
+			case <-d.closed:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			// A listener that fails for good: raft learns it from Accept.
+			d.Close()
+			return
+		}
+		go d.classify(c)
+	}
+}
+
+// classify reads a connection's first byte, bounded in time so a silent
+// peer holds nothing but its own goroutine.
+func (d *demuxStream) classify(c net.Conn) {
+	var b [1]byte
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(c, b[:]); err != nil {
+		c.Close()
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	if b[0] == confirmMagic {
+		d.serve(c)
+		return
+	}
+	select {
+	case d.conns <- &prefixConn{Conn: c, first: b[0], has: true}:
+	case <-d.closed:
+		c.Close()
+	}
+}
+
+func (d *demuxStream) Accept() (net.Conn, error) {
+	select {
+	case c := <-d.conns:
+		return c, nil
+	case <-d.closed:
+		return nil, errDemuxClosed
+	}
+}
+
+func (d *demuxStream) Close() error {
+	var err error
+	d.once.Do(func() {
+		close(d.closed)
+		err = d.StreamLayer.Close()
+	})
+	return err
+}
+
+// prefixConn gives back the byte classify read before the rest.
+type prefixConn struct {
+	net.Conn
+	first byte
+	has   bool
+}
+
+func (p *prefixConn) Read(b []byte) (int, error) {
+	if p.has && len(b) > 0 {
+		b[0] = p.first
+		p.has = false
+		if len(b) == 1 {
+			return 1, nil
+		}
+		n, err := p.Conn.Read(b[1:])
+		if n == 0 && err != nil {
+			// The byte was delivered; the error comes with the next call.
+			return 1, nil
+		}
+		return n + 1, err
+	}
+	return p.Conn.Read(b)
+}
+
+// A request is round (8 bytes), term (8), the length of the leader's id
+// (1) and the id; the answer is the round (8) and 1 for yes, 0 for no.
+
+// serveConfirm answers a leader's confirmation requests on c until it
+// closes: yes while this node's current term is the asker's and it follows
+// the asker (or knows no leader yet in that term).
+func (n *Node) serveConfirm(c net.Conn) {
+	if !n.confirm.serving(c, true) {
+		c.Close()
+		return
+	}
+	defer n.confirm.serving(c, false)
+	defer c.Close()
+	rd := bufio.NewReader(c)
+	var hdr [17]byte
+	id := make([]byte, confirmMaxID)
+	var ans [9]byte
+	for {
+		if _, err := io.ReadFull(rd, hdr[:]); err != nil {
+			return
+		}
+		l := int(hdr[16])
+		if _, err := io.ReadFull(rd, id[:l]); err != nil {
+			return
+		}
+		term := binary.BigEndian.Uint64(hdr[8:16])
+		copy(ans[:8], hdr[:8])
+		ans[8] = 0
+		if n.follows(string(id[:l]), term) {
+			ans[8] = 1
+		}
+		if _, err := c.Write(ans[:]); err != nil {
+			return
+		}
+	}
+}
+
+// follows reports whether this node is in term and has no leader but id.
+func (n *Node) follows(id string, term uint64) bool {
+	r := n.raftRef.Load()
+	if r == nil || n.toldRemoved.Load() {
+		return false
+	}
+	select {
+	case <-n.stop:
+		return false
+	default:
+	}
+	if r.CurrentTerm() != term || r.State() == raft.Leader {
+		return false
+	}
+	_, leader := r.LeaderWithID()
+	if leader != "" && string(leader) != id {
+		return false
+	}
+	// The term may have moved while the leader was read: check again.
+	return r.CurrentTerm() == term
+}
+
+// demux wraps the stream layer raft's transport gets, so that this node
+// answers confirmation rounds on its Raft address and asks its peers
+// through the same stream layer.
+func (n *Node) demux(inner raft.StreamLayer) raft.StreamLayer {
+	n.confirm = newConfirmer(n, inner.Dial)
+	return newDemuxStream(inner, n.serveConfirm)
+}
+
+// confirmer runs a leader's confirmation rounds, one at a time; the reads
+// waiting when a round starts share it.
+type confirmer struct {
+	n    *Node
+	dial func(raft.ServerAddress, time.Duration) (net.Conn, error)
+
+	mu      sync.Mutex
+	running bool
+	waiting []func(error)
+	round   uint64
+	peers   map[raft.ServerAddress]*confirmPeer
+	served  map[net.Conn]bool // connections this node answers on
+	closed  bool
+}
+
+type confirmPeer struct {
+	mu sync.Mutex // one request at a time
+	c  net.Conn
+	rd *bufio.Reader
+}
+
+// errNotConfirmed: a quorum did not confirm this node's leadership in time.
+var errNotConfirmed = errors.New("cluster: leadership not confirmed")
+
+func newConfirmer(n *Node, dial func(raft.ServerAddress, time.Duration) (net.Conn, error)) *confirmer {
+	return &confirmer{n: n, dial: dial, peers: map[raft.ServerAddress]*confirmPeer{}, served: map[net.Conn]bool{}}
+}
+
+// serving adds c to the connections this node answers on (false once the
+// node is closed), or takes it out.
+func (c *confirmer) serving(conn net.Conn, add bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !add {
+		delete(c.served, conn)
+		return true
+	}
+	if c.closed {
+		return false
+	}
+	c.served[conn] = true
+	return true
+}
+
+// confirm returns nil once a quorum of voters, asked after the call began,
+// said this node leads them in term.
+func (c *confirmer) confirm(ctx context.Context, term uint64) error {
+	ch := make(chan error, 1)
+	c.enqueue(term, func(err error) { ch <- err })
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// enqueue has the next round, begun after this call, tell done its
+// outcome, on the confirmer's goroutine.
+func (c *confirmer) enqueue(term uint64, done func(error)) {
+	c.mu.Lock()
+	c.waiting = append(c.waiting, done)
+	if !c.running {
+		c.running = true
+		go c.loop(term)
+	}
+	c.mu.Unlock()
+}
+
+func (c *confirmer) loop(term uint64) {
+	for {
+		c.mu.Lock()
+		batch := c.waiting
+		c.waiting = nil
+		if len(batch) == 0 {
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+		c.round++
+		round := c.round
+		c.mu.Unlock()
+		err := c.run(round, term)
+		for _, done := range batch {
+			done(err)
+		}
+	}
+}
+
+// run asks every other voter once and waits for a quorum of yes.
+func (c *confirmer) run(round, term uint64) error {
+	f := c.n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	var others []raft.ServerAddress
+	voters, yes := 0, 0
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage != raft.Voter {
+			continue
+		}
+		voters++
+		if string(s.ID) == c.n.cfg.ID {
+			yes++
+			continue
+		}
+		others = append(others, s.Address)
+	}
+	need := voters/2 + 1
+	if yes >= need {
+		return nil
+	}
+	if yes == 0 {
+		return errNotConfirmed // not a voter of its own configuration
+	}
+	timeout := c.n.cfg.HeartbeatTimeout
+	answers := make(chan bool, len(others))
+	for _, addr := range others {
+		go func() { answers <- c.ask(addr, round, term, timeout) }()
+	}
+	for range others {
+		if <-answers {
+			yes++
+			if yes >= need {
+				return nil
+			}
+		}
+	}
+	return errNotConfirmed
+}
+
+// ask sends one request to addr over its connection (opened on first use,
+// dropped on any error) and reports whether the answer was yes.
+func (c *confirmer) ask(addr raft.ServerAddress, round, term uint64, timeout time.Duration) bool {
+	c.mu.Lock()
+	p := c.peers[addr]
+	if p == nil {
+		p = &confirmPeer{}
+		c.peers[addr] = p
+	}
+	c.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	deadline := time.Now().Add(timeout)
+	if p.c == nil {
+		conn, err := c.dial(addr, timeout)
+		if err != nil {
+			return false
+		}
+		if _, err := conn.Write([]byte{confirmMagic}); err != nil {
+			conn.Close()
+			return false
+		}
+		p.c, p.rd = conn, bufio.NewReader(conn)
+	}
+	id := c.n.cfg.ID
+	req := make([]byte, 17, 17+len(id))
+	binary.BigEndian.PutUint64(req[:8], round)
+	binary.BigEndian.PutUint64(req[8:16], term)
+	req[16] = byte(len(id))
+	req = append(req, id...)
+	var ans [9]byte
+	p.c.SetDeadline(deadline)
+	_, err := p.c.Write(req)
+	if err == nil {
+		_, err = io.ReadFull(p.rd, ans[:])
+	}
+	if err != nil || binary.BigEndian.Uint64(ans[:8]) != round || ans[8] != 1 {
+		// A no comes from a voter in another term or following another
+		// leader, or from a node that is stopping: the next round dials
+		// again, and reaches whatever listens at addr then.
+		p.c.Close()
+		p.c, p.rd = nil, nil
+		return false
+	}
+	return true
+}
+
+// close drops every connection, those it asks on and those it answers on.
+func (c *confirmer) close() {
+	c.mu.Lock()
+	c.closed = true
+	for conn := range c.served {
+		conn.Close()
+	}
+	peers := c.peers
+	c.peers = map[raft.ServerAddress]*confirmPeer{}
+	c.mu.Unlock()
+	for _, p := range peers {
+		// A round in flight holds p.mu until its deadline at most.
+		p.mu.Lock()
+		if p.c != nil {
+			p.c.Close()
+			p.c, p.rd = nil, nil
+		}
+		p.mu.Unlock()
+	}
+}
+
+// StartRead serves a read-only command as Read does, without waiting
+// (server.AsyncReader): on a ready leader it joins the next confirmation
+// round, and done gets the result, exactly once, from another goroutine.
+// A read whose round fails goes through Read on a goroutine, which
+// forwards it or waits for a leader as a waiting caller's would. It
+// returns false, having done nothing, on a follower, a removed node or a
+// leader not ready yet. cmd's arguments must stay valid until done.
+func (n *Node) StartRead(cmd fsm.Command, done func(fsm.Result, error)) bool {
+	if n.removed() {
+		return false
+	}
+	n.tmu.Lock()
+	ready, term := n.lead.ready, n.lead.term
+	n.tmu.Unlock()
+	if !ready || n.raft.State() != raft.Leader {
+		return false
+	}
+	index := n.raft.CommitIndex()
+	n.confirm.enqueue(term, func(err error) {
+		if err == nil && n.fsm.appliedIndex() >= index {
+			done(n.readNow(cmd))
+			return
+		}
+		go func() {
+			if err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CommandTimeout)
+				err = n.fsm.waitApplied(ctx, index)
+				cancel()
+				if err == nil {
+					done(n.readNow(cmd))
+					return
+				}
+			}
+			done(n.Read(context.Background(), cmd))
+		}()
+	})
+	return true
+}
+
+// readNow runs a read on this leader's state machine, at the leader's time.
+func (n *Node) readNow(cmd fsm.Command) (fsm.Result, error) {
+	ts, ok := n.stamp()
+	if !ok {
+		return fsm.Result{}, ErrNotLeader
+	}
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.state.Read(ts, cmd), nil
+}

@@ -1,0 +1,164 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// A leader cut off from the others, whose lease keeps it leader for a long
+// while, must not serve a read once the others have elected a new leader
+// and acknowledged a write: its confirmation round finds no quorum. Served
+// from its own state without the round (readIndex skipping confirm), the
+// read returns the old value: this test fails that way.
+func TestReadIndexIsolatedLeaderServesNoStaleRead(t *testing.T) {
+	c := startTestClusterWith(t, 3, func(i int, cfg *Config) {
+		if i == 1 {
+			// n2 holds on to its leadership for long once cut off.
+			cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLease = 30*time.Second, 30*time.Second, 30*time.Second
+		}
+	})
+	ctx := context.Background()
+	old := c.leader(-1)
+	if old != 1 {
+		// n2's election timeout is long: it does not win elections on its
+		// own. Hand it the leadership.
+		if err := c.nodes[old].raft.LeadershipTransferToServer("n2", c.nodes[1].transport.LocalAddr()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		old = c.waitLeader(1)
+	}
+	l := c.nodes[old]
+	if _, err := l.ApplyLocal(ctx, cmd("SET", "k", "old")); err != nil {
+		t.Fatal(err)
+	}
+	c.nw.Isolate(c.ids[old], c.ids...)
+	t.Cleanup(c.nw.Heal) // so that n2 hears the new term and stops quickly
+	nl := c.leader(old)
+	if _, err := c.nodes[nl].ApplyLocal(ctx, cmd("SET", "k", "new")); err != nil {
+		t.Fatal(err)
+	}
+	if !l.IsLeader() {
+		t.Fatal("the isolated leader stepped down: the test needs it to believe it leads")
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	res, err := l.ReadLocal(rctx, cmd("GET", "k"))
+	if err == nil {
+		t.Fatalf("the isolated leader served a read: %s", res.Reply.String())
+	}
+	if res, err := c.nodes[nl].ReadLocal(ctx, cmd("GET", "k")); err != nil || string(res.Reply.Str) != "new" {
+		t.Fatalf("new leader's read: %v %s", err, res.Reply.String())
+	}
+}
+
+// A follower confirms only the leader it follows, in its current term.
+func TestReadIndexFollowerConfirmsOnlyItsLeader(t *testing.T) {
+	c := startTestCluster(t, 3)
+	li := c.leader(-1)
+	l := c.nodes[li]
+	term := l.raft.CurrentTerm()
+	for i, n := range c.nodes {
+		if i == li {
+			if n.follows(c.ids[li], term) {
+				t.Error("the leader confirmed itself as a follower")
+			}
+			continue
+		}
+		if !n.follows(c.ids[li], term) {
+			t.Errorf("%s did not confirm its leader in term %d", c.ids[i], term)
+		}
+		if n.follows(c.ids[li], term-1) || n.follows(c.ids[li], term+1) {
+			t.Errorf("%s confirmed another term", c.ids[i])
+		}
+		other := c.ids[(li+1)%3]
+		if other == c.ids[i] {
+			other = c.ids[(li+2)%3]
+		}
+		if n.follows(other, term) {
+			t.Errorf("%s confirmed %s, which is not its leader", c.ids[i], other)
+		}
+	}
+}
+
+// Reads on a leader of three commit nothing, and many concurrent reads
+// share rounds.
+func TestReadIndexCommitsNothing(t *testing.T) {
+	c := startTestCluster(t, 3)
+	l := c.nodes[c.leader(-1)]
+	ctx := context.Background()
+	if _, err := l.ApplyLocal(ctx, cmd("SET", "k", "v")); err != nil {
+		t.Fatal(err)
+	}
+	// An idle leader's own tick may land in between: try a few times.
+	for try := 0; ; try++ {
+		before := l.AppliedIndex()
+		if res, err := l.ReadLocal(ctx, cmd("GET", "k")); err != nil || string(res.Reply.Str) != "v" {
+			t.Fatalf("GET: %v %s", err, res.Reply.String())
+		}
+		if l.AppliedIndex() == before {
+			break
+		}
+		if try == 4 {
+			t.Fatal("every read committed an entry")
+		}
+	}
+	l.confirm.mu.Lock()
+	r0 := l.confirm.round
+	l.confirm.mu.Unlock()
+	const reads = 200
+	errs := make(chan error, reads)
+	for range reads {
+		go func() {
+			_, err := l.ReadLocal(ctx, cmd("GET", "k"))
+			errs <- err
+		}()
+	}
+	for range reads {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.confirm.mu.Lock()
+	rounds := l.confirm.round - r0
+	l.confirm.mu.Unlock()
+	if rounds == 0 || rounds >= reads {
+		t.Fatalf("%d reads took %d confirmation rounds", reads, rounds)
+	}
+	t.Logf("%d concurrent reads, %d rounds", reads, rounds)
+}
+
+// waitLeader waits until node i is a ready leader and returns i.
+func (c *testCluster) waitLeader(i int) int {
+	c.tb.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !c.nodes[i].IsLeader() {
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("%s did not lead within 15s", c.ids[i])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return i
+}
+
+// BenchmarkReadLocal: one read at a time on the leader, of one voter and
+// of three (in-process, loopback).
+func BenchmarkReadLocal(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("voters=%d", n), func(b *testing.B) {
+			c := startTestCluster(b, n)
+			l := c.nodes[c.leader(-1)]
+			ctx := context.Background()
+			if _, err := l.ApplyLocal(ctx, cmd("SET", "k", "v")); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if _, err := l.ReadLocal(ctx, cmd("GET", "k")); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// serialOps is how many GETs and SETs one client sends, one at a time, on
+// each node measured by the serial table.
+const serialOps = 2000
+
+// serialRow is one client's serial GET and SET on one node.
+type serialRow struct {
+	name     string
+	get, set time.Duration // medians
+}
+
+// reportSerial measures one client's serial GET and SET latency on the
+// deadbolt cluster's leader and one of its followers, and on redis-server
+// with appendfsync always: a read on a leader of three is served without
+// a log write (cluster/readindex.go), so it should cost a fraction of a
+// write.
+func reportSerial(ctx context.Context, w io.Writer, targets []target) error {
+	var rows []serialRow
+	for _, t := range targets {
+		switch t.name {
+		case nameDeadbolt:
+			r, err := serialLatency(ctx, t.addr)
+			if err != nil {
+				return fmt.Errorf("%s leader: %w", t.name, err)
+			}
+			r.name = t.name + " leader"
+			rows = append(rows, r)
+			f, err := followerAddr(ctx, t.addr)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			if r, err = serialLatency(ctx, f); err != nil {
+				return fmt.Errorf("%s follower: %w", t.name, err)
+			}
+			r.name = t.name + " follower"
+			rows = append(rows, r)
+		case nameRedisAOF, nameSingle:
+			r, err := serialLatency(ctx, t.addr)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			r.name = t.name
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nserial: one client, %d SETs then %d GETs of one key, one at a time; medians\n", serialOps, serialOps)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "node\tGET p50\tSET p50\tGET ÷ SET\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", r.name, us(r.get), us(r.set), ratio(float64(r.get), float64(r.set)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.name == nameDeadbolt+" leader" || r.name == nameDeadbolt+" follower" {
+			fmt.Fprintf(w, "target: %s GET ≤ 0.3 × SET: %s\n", r.name, met(float64(r.get) <= 0.3*float64(r.set), ratio(float64(r.get), float64(r.set))+"×"))
+		}
+	}
+	return nil
+}
+
+// serialLatency sends serialOps SETs, then serialOps GETs, from one
+// connection and returns their median latencies.
+func serialLatency(ctx context.Context, addr string) (serialRow, error) {
+	rc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1, MaxRetries: -1})
+	defer rc.Close()
+	key := "bench:serial"
+	one := func(f func() error) ([]time.Duration, error) {
+		out := make([]time.Duration, 0, serialOps)
+		for range serialOps {
+			start := time.Now()
+			if err := f(); err != nil {
+				return nil, err
+			}
+			out = append(out, time.Since(start))
+		}
+		slices.Sort(out)
+		return out, nil
+	}
+	i := 0
+	sets, err := one(func() error { i++; return rc.Set(ctx, key, i, 0).Err() })
+	if err != nil {
+		return serialRow{}, err
+	}
+	gets, err := one(func() error { return rc.Get(ctx, key).Err() })
+	if err != nil {
+		return serialRow{}, err
+	}
+	return serialRow{get: gets[len(gets)/2], set: sets[len(sets)/2]}, nil
+}
+
+// followerAddr asks the leader at addr for one of its replicas (ROLE).
+func followerAddr(ctx context.Context, addr string) (string, error) {
+	rc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
+	defer rc.Close()
+	v, err := rc.Do(ctx, "ROLE").Slice()
+	if err != nil {
+		return "", err
+	}
+	if len(v) < 3 {
+		return "", fmt.Errorf("ROLE: %v", v)
+	}
+	reps, _ := v[2].([]any)
+	for _, r := range reps {
+		f, _ := r.([]any)
+		if len(f) < 2 {
+			continue
+		}
+		host, _ := f[0].(string)
+		port, _ := f[1].(string)
+		if _, err := strconv.Atoi(port); err == nil && host != "" {
+			return net.JoinHostPort(host, port), nil
+		}
+	}
+	return "", fmt.Errorf("ROLE names no replica: %v", v)
+}
