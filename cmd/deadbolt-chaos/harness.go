@@ -99,6 +99,13 @@ func runDeadbolt(ctx context.Context, cfg config, l *lab, stdout io.Writer) (int
 		wg.Add(1)
 		go func() { defer wg.Done(); c.run(wctx) }()
 	}
+	// Readers: reads served without a log entry (the leader's confirmation
+	// round) are what the pause and partition nemeses aim at.
+	for i := 0; i < cfg.readers; i++ {
+		c := &client{w: h.work, id: cfg.clients + i, role: "reader", rng: h.rng()}
+		wg.Add(1)
+		go func() { defer wg.Done(); c.run(wctx) }()
+	}
 
 	h.runSchedule(ctx)
 

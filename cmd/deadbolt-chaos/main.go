@@ -38,6 +38,7 @@ func (quietLogger) Printf(context.Context, string, ...interface{}) {}
 type config struct {
 	bin, out, target  string
 	nodes, clients    int
+	readers           int
 	locks             int
 	duration, quiet   time.Duration
 	lease, maxHold    time.Duration
@@ -75,6 +76,7 @@ func parse(args []string, stderr io.Writer) (config, string, error) {
 	fs.StringVar(&c.out, "out", "", "`directory` for logs, data and the history (default: a new directory under $TMPDIR)")
 	fs.IntVar(&c.nodes, "nodes", 3, "deadbolt nodes (3 or 5)")
 	fs.IntVar(&c.clients, "clients", 10, "concurrent clients")
+	fs.IntVar(&c.readers, "readers", 3, "further clients that mostly read registers (nine operations in ten), besides --clients")
 	fs.IntVar(&c.locks, "locks", 3, "hot locks")
 	fs.DurationVar(&c.duration, "duration", 2*time.Minute, "how long faults are injected")
 	fs.DurationVar(&c.quiet, "quiet", 5*time.Second, "after healing: how long the clients go on without faults before the final reads")

@@ -87,6 +87,28 @@ var nemeses = []nemesis{
 			l.signal(syscall.SIGSTOP)
 			return "paused leader " + l.id, nil
 		}},
+	{name: "pause-leader-reads", what: "SIGSTOP the leader until another node leads, then SIGCONT it while readers send to it", class: "stale-read-after-election",
+		start: func(ctx context.Context, h *harness) (string, error) {
+			l, err := h.db.leader(ctx)
+			if err != nil {
+				return "", err
+			}
+			l.signal(syscall.SIGSTOP)
+			// The old leader wakes believing it still leads, with reads
+			// queued on its sockets: each must be confirmed by a quorum
+			// that answers after it arrived, which no longer follows it.
+			const limit = 10 * time.Second
+			start := time.Now()
+			for time.Since(start) < limit && ctx.Err() == nil {
+				if nl, err := h.db.leader(ctx); err == nil && nl != l {
+					l.signal(syscall.SIGCONT)
+					return fmt.Sprintf("paused leader %s until %s led (%v), then resumed it", l.id, nl.id, time.Since(start).Round(time.Millisecond)), nil
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			l.signal(syscall.SIGCONT)
+			return "paused leader " + l.id + "; no other node led; resumed it", nil
+		}},
 	{name: "disk-stall-leader", what: "the leader's log syncs wait until healing (a disk that stops answering)", class: "split-brain stale-read-after-election",
 		start: func(ctx context.Context, h *harness) (string, error) {
 			l, err := h.db.leader(ctx)

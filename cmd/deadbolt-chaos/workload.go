@@ -165,7 +165,9 @@ func (c *client) run(ctx context.Context) {
 		case "lock":
 			c.lockRound(ctx)
 		case "register":
-			c.registerOp(ctx)
+			c.registerOp(ctx, 4)
+		case "reader":
+			c.registerOp(ctx, 9)
 		case "list":
 			c.listOp(ctx)
 		}
@@ -180,11 +182,18 @@ func (c *client) opCtx(ctx context.Context) (context.Context, context.CancelFunc
 
 func (c *client) via(choices ...string) string { return choices[c.rng.Intn(len(choices))] }
 
-func (c *client) registerOp(ctx context.Context) {
+// registerOp reads a register (reads in ten), writes it, or compares and
+// sets it.
+func (c *client) registerOp(ctx context.Context, reads int) {
 	op := chaos.Op{Process: c.proc, Kind: "register", Key: c.w.key("reg", c.rng), Node: c.node}
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
 	r := c.rng.Intn(10)
+	if r >= reads {
+		r = 4 + c.rng.Intn(6) // a write, as the writes are spread among themselves
+	} else {
+		r = 0
+	}
 	switch {
 	case r < 4:
 		op.F, op.Via = "read", c.via("plain", "eval", "multi")
