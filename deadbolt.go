@@ -52,6 +52,12 @@ type Config struct {
 	DiskStall         time.Duration // see cluster.Config.DiskStall
 	RaftLog           io.Writer
 	BeforeSync        func() error // test hook: see cluster.Config.BeforeSync
+	// ClusterSecret, shared by every member, authenticates each connection
+	// between members (transport.SecretAuth) before anything on it is
+	// read. Without it a node whose Raft address is not a loopback address
+	// refuses to start unless InsecureCluster is set.
+	ClusterSecret   []byte
+	InsecureCluster bool
 
 	network     *cluster.Network // RunClusterT's cuttable links
 	noBootstrap bool             // RunClusterT bootstraps once all nodes listen
@@ -102,13 +108,17 @@ func Start(cfg Config) (*Node, error) {
 			// A lone node with a data directory: a one-voter cluster.
 			peers = []cluster.Peer{{ID: id, RaftAddr: cfg.RaftAddr}}
 		}
+		auth, err := peerAuth(cfg)
+		if err != nil {
+			return nil, err
+		}
 		rn, err := cluster.NewNode(cluster.Config{
 			ID: id, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, Peers: peers,
 			SnapshotThreshold: cfg.SnapshotThreshold, HeartbeatTimeout: cfg.HeartbeatTimeout,
 			ElectionTimeout: cfg.ElectionTimeout, LeaderLease: cfg.LeaderLease,
 			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget,
 			Logger: cfg.Logger, RaftLog: cfg.RaftLog, Deliver: hub, Password: cfg.RequirePass,
-			Network: cfg.network, BeforeSync: cfg.BeforeSync,
+			Network: cfg.network, BeforeSync: cfg.BeforeSync, PeerAuth: auth,
 		})
 		if err != nil {
 			return nil, err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/deadbolt/deadbolt/cluster/raftlog"
 	"github.com/deadbolt/deadbolt/fsm"
+	"github.com/deadbolt/deadbolt/transport"
 )
 
 // Peer is a voter named at bootstrap.
@@ -49,6 +50,10 @@ type Config struct {
 	Deliver           Deliverer // this node's pub/sub hub
 	Password          string    // AUTH for forwarding to other nodes' client ports
 	Network           *Network  // test hook: links that tests can cut
+	// PeerAuth authenticates every connection of the Raft transport (and
+	// of read-index rounds) before anything on it is read; nil trusts
+	// whoever connects (--insecure-cluster).
+	PeerAuth transport.PeerAuth
 	// DiskStall: a leader whose own log sync has waited longer stops
 	// sending to its followers, so that they elect another (durable.go).
 	// 0: 1 s; negative: never.

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/deadbolt/deadbolt/fsm"
+	"github.com/deadbolt/deadbolt/transport"
 )
 
 // Reads without a log entry (ReadIndex, the Raft thesis §6.4).
@@ -49,14 +50,15 @@ var errDemuxClosed = errors.New("cluster: transport closed")
 // rounds.
 type demuxStream struct {
 	raft.StreamLayer
+	auth   transport.PeerAuth // nil: peers are not authenticated (--insecure-cluster)
 	serve  func(net.Conn)
 	conns  chan net.Conn
 	closed chan struct{}
 	once   sync.Once
 }
 
-func newDemuxStream(inner raft.StreamLayer, serve func(net.Conn)) *demuxStream {
-	d := &demuxStream{StreamLayer: inner, serve: serve, conns: make(chan net.Conn), closed: make(chan struct{})}
+func newDemuxStream(inner raft.StreamLayer, auth transport.PeerAuth, serve func(net.Conn)) *demuxStream {
+	d := &demuxStream{StreamLayer: inner, auth: auth, serve: serve, conns: make(chan net.Conn), closed: make(chan struct{})}
 	go d.acceptLoop()
 	return d
 }
@@ -82,9 +84,18 @@ func (d *demuxStream) acceptLoop() {
 	}
 }
 
-// classify reads a connection's first byte, bounded in time so a silent
-// peer holds nothing but its own goroutine.
+// classify authenticates a connection (PeerAuth), then reads its first
+// byte, each bounded in time so that a silent peer holds nothing but its
+// own goroutine. Nothing of a peer that fails authentication is read.
 func (d *demuxStream) classify(c net.Conn) {
+	if d.auth != nil {
+		ac, err := d.auth.Server(c)
+		if err != nil {
+			c.Close()
+			return
+		}
+		c = ac
+	}
 	var b [1]byte
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.ReadFull(c, b[:]); err != nil {
@@ -101,6 +112,20 @@ func (d *demuxStream) classify(c net.Conn) {
 	case <-d.closed:
 		c.Close()
 	}
+}
+
+// Dial connects to a peer and authenticates it (and this node to it).
+func (d *demuxStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	c, err := d.StreamLayer.Dial(addr, timeout)
+	if err != nil || d.auth == nil {
+		return c, err
+	}
+	ac, err := d.auth.Client(c)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return ac, nil
 }
 
 func (d *demuxStream) Accept() (net.Conn, error) {
@@ -208,8 +233,9 @@ func (n *Node) follows(id string, term uint64) bool {
 // answers confirmation rounds on its Raft address and asks its peers
 // through the same stream layer.
 func (n *Node) demux(inner raft.StreamLayer) raft.StreamLayer {
-	n.confirm = newConfirmer(n, inner.Dial)
-	return newDemuxStream(inner, n.serveConfirm)
+	d := newDemuxStream(inner, n.cfg.PeerAuth, n.serveConfirm)
+	n.confirm = newConfirmer(n, d.Dial)
+	return d
 }
 
 // confirmer runs a leader's confirmation rounds, one at a time; the reads

@@ -56,7 +56,7 @@ func runDeadbolt(ctx context.Context, cfg config, l *lab, stdout io.Writer) (int
 	var extra []string
 	extra = append(extra, "--snapshot-threshold", fmt.Sprint(cfg.snapshotThreshold))
 	extra = append(extra, strings.Fields(cfg.nodeFlags)...)
-	d, err := newDB(cfg.bin, l, cfg.nodes, cfg.out, extra, h.logf)
+	d, err := newDB(cfg.bin, l, cfg.nodes, cfg.out, extra, h.logf, cfg.insecure)
 	if err != nil {
 		return 2, err
 	}

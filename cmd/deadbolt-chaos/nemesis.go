@@ -87,6 +87,17 @@ var nemeses = []nemesis{
 			l.signal(syscall.SIGSTOP)
 			return "paused leader " + l.id, nil
 		}},
+	{name: "hostile-peer", what: "a process that is no member sends raft RPCs of a far higher term (AppendEntries carrying a write, RequestVote) to every node's Raft address", class: "members-only",
+		start: func(ctx context.Context, h *harness) (string, error) {
+			answered, err := hostilePeer(h.db.nodes)
+			if err != nil {
+				return "", err
+			}
+			if len(answered) > 0 {
+				h.violation(chaos.Violation{Check: "members-only", Detail: hostileDetail(answered)})
+			}
+			return "stranger's RPCs to every node: " + hostileDetail(answered), nil
+		}},
 	{name: "pause-leader-reads", what: "SIGSTOP the leader until another node leads, then SIGCONT it while readers send to it", class: "stale-read-after-election",
 		start: func(ctx context.Context, h *harness) (string, error) {
 			l, err := h.db.leader(ctx)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -56,13 +58,15 @@ type db struct {
 	extra []string // extra flags for every node
 	log   func(format string, args ...any)
 	peers string
+	// secretFile holds the cluster secret every node is started with.
+	secretFile string
 	// exited is told of a process that exited without the harness
 	// stopping it (a crash, or a join that gave up), after it was
 	// marked not running, so healing starts it again.
 	exited func(n *node, joining bool, err error)
 }
 
-func newDB(bin string, l *lab, n int, out string, extra []string, logf func(string, ...any)) (*db, error) {
+func newDB(bin string, l *lab, n int, out string, extra []string, logf func(string, ...any), insecure bool) (*db, error) {
 	d := &db{bin: bin, lab: l, extra: extra, log: logf}
 	var peers []string
 	for i := 0; i < n; i++ {
@@ -83,6 +87,21 @@ func newDB(bin string, l *lab, n int, out string, extra []string, logf func(stri
 		peers = append(peers, nd.id+"="+nd.raft)
 	}
 	d.peers = strings.Join(peers, ",")
+	if insecure {
+		d.extra = append(d.extra, "--insecure-cluster")
+		return d, nil
+	}
+	// The members prove a shared secret to each other: their Raft
+	// addresses are not on loopback (the hostile-peer nemesis checks that
+	// nobody else is heard).
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	d.secretFile = filepath.Join(out, "cluster-secret")
+	if err := os.WriteFile(d.secretFile, []byte(hex.EncodeToString(secret)+"\n"), 0o600); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -102,6 +121,9 @@ func (d *db) start(n *node, join string) error {
 	args := []string{"netns", "exec", d.lab.hostNS(n.idx), d.bin,
 		"--id", n.id, "--addr", n.addr, "--raft-addr", n.raft, "--data-dir", n.dataDir,
 		"--clock-offset-file", n.clockFile, "--disk-stall-file", n.stallFile, "--log-level", "info"}
+	if d.secretFile != "" {
+		args = append(args, "--cluster-secret-file", d.secretFile)
+	}
 	if join != "" {
 		args = append(args, "--join", join)
 	} else {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/deadbolt/deadbolt"
 	"github.com/deadbolt/deadbolt/cluster"
+	"github.com/deadbolt/deadbolt/transport"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".
@@ -57,6 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		diskStall   = fs.Duration("disk-stall-timeout", time.Second, "Raft: a leader whose own log sync has waited this long stops sending to its followers, so that they elect another (negative: never)")
 		masterName  = fs.String("master-name", "mymaster", "the master `name` Sentinel clients ask for (the Raft leader)")
 		sentinelAt  = fs.String("sentinel-addr", "", "also serve on this `host:port` (such as 127.0.0.1:26379), for clients that expect Sentinels on a port of their own")
+		secretFile  = fs.String("cluster-secret-file", "", "`file` holding the cluster's shared secret (at least 16 bytes; the same on every member): every connection between members proves it before anything on it is read")
+		insecure    = fs.Bool("insecure-cluster", false, "accept Raft connections from whoever can reach --raft-addr, without a cluster secret (needed for a non-loopback --raft-addr without --cluster-secret-file)")
 		showVersion = fs.Bool("version", false, "print the version and exit")
 		gcPercent   = fs.Int("gc-percent", 400, "Go garbage collector target, as GOGC (which wins when set): heap growth in `percent` between collections; higher trades memory for CPU")
 		clockFile   = fs.String("clock-offset-file", "", "test only: add the offset in ms written in this `file` (re-read every 50 ms) to the node's clock, for fault injection")
@@ -93,6 +96,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if (*peers != "" || *join != "") && (*raftAddr == "" || *id == "") {
 		return errors.New("--peers and --join need --id and --raft-addr")
 	}
+	var secret []byte
+	if *secretFile != "" {
+		if secret, err = transport.LoadSecretFile(*secretFile); err != nil {
+			return err
+		}
+	}
 	var clock cluster.Clock // nil: the wall clock
 	if *clockFile != "" {
 		clock = watchClockOffset(ctx, *clockFile, logger)
@@ -122,6 +131,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		DiskStall:         *diskStall,
 		MasterName:        *masterName,
 		SentinelAddr:      *sentinelAt,
+		ClusterSecret:     secret,
+		InsecureCluster:   *insecure,
 	})
 	if err != nil {
 		return err

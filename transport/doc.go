@@ -1,0 +1,7 @@
+// Package transport authenticates the connections between cluster
+// members: a node reads nothing a peer sends (no Raft RPC, no forwarded
+// command) before the peer has proven that it is a member. PeerAuth is what
+// the cluster's stream layer calls on every connection it accepts or dials;
+// SecretAuth proves knowledge of a shared secret by a mutual
+// challenge-response, without sending the secret.
+package transport
