@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +27,24 @@ func TestRunFlags(t *testing.T) {
 		if err := run(context.Background(), args, &out, &errb); err == nil {
 			t.Errorf("run(%q) accepted", args)
 		}
+	}
+}
+
+// A Raft address others can reach needs a cluster secret, or
+// --insecure-cluster said out loud; a bad secret file is named.
+func TestRunClusterSecret(t *testing.T) {
+	var out, errb bytes.Buffer
+	// 192.0.2.1 (TEST-NET-1) is never this machine's: the refusal comes
+	// before anything listens.
+	err := run(context.Background(), []string{"--id", "n1", "--raft-addr", "192.0.2.1:7000", "--peers", "n1=192.0.2.1:7000", "--addr", "127.0.0.1:0"}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "--cluster-secret-file") || !strings.Contains(err.Error(), "--insecure-cluster") {
+		t.Fatalf("a non-loopback Raft address without a secret: %v", err)
+	}
+	short := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(short, []byte("short"), 0o600)
+	err = run(context.Background(), []string{"--id", "n1", "--raft-addr", "127.0.0.1:0", "--peers", "n1=127.0.0.1:1", "--cluster-secret-file", short}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), short) {
+		t.Fatalf("a short secret file: %v", err)
 	}
 }
 
