@@ -126,8 +126,12 @@ func Start(cfg Config) (*Node, error) {
 		n.raft = rn
 		backend = rn
 		scfg.Info = rn
+		scfg.MembersOnly = auth != nil
 	}
 	n.srv = server.New(scfg, backend, hub)
+	if n.raft != nil {
+		n.raft.SetMemberServer(n.srv.ServeMember)
+	}
 	if err := n.srv.Listen(); err != nil {
 		n.stopBackend()
 		return nil, err

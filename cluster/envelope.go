@@ -260,3 +260,76 @@ func DecodeEntry(b []byte) (Entry, error) {
 	}
 	return e, nil
 }
+
+// validEntries reports what DecodeEntries would, without building the
+// entries: it walks the envelope and allocates nothing.
+func validEntries(b []byte) error {
+	if len(b) > 0 && b[0] == envelopeVersion {
+		return validEntry(b)
+	}
+	if len(b) == 0 || b[0] != batchVersion {
+		return fmt.Errorf("%w: unknown version", ErrBadEnvelope)
+	}
+	r := envReader{b: b[1:]}
+	n := r.count()
+	if r.err == nil && n == 0 {
+		return fmt.Errorf("%w: empty batch", ErrBadEnvelope)
+	}
+	for i := 0; i < n && r.err == nil; i++ {
+		sub := r.bytes()
+		if r.err != nil {
+			break
+		}
+		if err := validEntry(sub); err != nil {
+			return fmt.Errorf("batch command %d: %w", i, err)
+		}
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = fmt.Errorf("%w: trailing bytes", ErrBadEnvelope)
+	}
+	return r.err
+}
+
+// validEntry is validEntries for a version-1 envelope (DecodeEntry).
+func validEntry(b []byte) error {
+	if len(b) == 0 || b[0] != envelopeVersion {
+		return fmt.Errorf("%w: unknown version", ErrBadEnvelope)
+	}
+	r := envReader{b: b[1:]}
+	_, n := binary.Varint(r.b)
+	if n <= 0 {
+		return ErrBadEnvelope
+	}
+	r.b = r.b[n:]
+	if r.uvarint() >= fsm.NumDBs {
+		r.err = ErrBadEnvelope
+	}
+	r.skipArgs()
+	ntx := r.count()
+	for i := 0; i < ntx && r.err == nil; i++ {
+		if r.skipArgs() == 0 {
+			r.err = ErrBadEnvelope
+		}
+	}
+	nw := r.count()
+	for i := 0; i < nw && r.err == nil; i++ {
+		if r.uvarint() >= fsm.NumDBs {
+			r.err = ErrBadEnvelope
+		}
+		r.bytes()
+		r.uvarint()
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = fmt.Errorf("%w: trailing bytes", ErrBadEnvelope)
+	}
+	return r.err
+}
+
+// skipArgs passes over what args would read and returns its count.
+func (r *envReader) skipArgs() int {
+	n := r.count()
+	for i := 0; i < n && r.err == nil; i++ {
+		r.bytes()
+	}
+	return n
+}

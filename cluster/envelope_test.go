@@ -134,6 +134,9 @@ func FuzzDecodeEntries(f *testing.F) {
 	f.Add(AppendBatch(nil, AppendEntry(nil, Entry{Time: 2, Cmd: fsm.Command{Tx: [][][]byte{args("PING")}, Watch: []fsm.Watch{{Key: "k"}}}})))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		es, err := DecodeEntries(b)
+		if verr := validEntries(b); (verr == nil) != (err == nil) {
+			t.Fatalf("%q: DecodeEntries %v, validEntries %v", b, err, verr)
+		}
 		if err != nil {
 			return
 		}

@@ -147,3 +147,67 @@ func (c *testCluster) installEmpty(stranger *raft.NetworkTransport, hdr raft.RPC
 	var isr raft.InstallSnapshotResponse
 	return stranger.InstallSnapshot(raft.ServerID(c.ids[i]), raft.ServerAddress(c.nodes[i].RaftAddr()), is, &isr, bytes.NewReader(empty.Bytes()))
 }
+
+// An entry whose envelope does not decode is refused before it is stored
+// or acknowledged, so it can neither stop the node when applied nor again
+// at every start. The stranger here is let in (no secret) to deliver it;
+// without validLogs the follower stores it and its state machine panics.
+func TestBadEntryRefusedOnReceipt(t *testing.T) {
+	c := startTestCluster(t, 3)
+	li := c.leader(-1)
+	fi := (li + 1) % 3
+	f := c.nodes[fi]
+	ctx := context.Background()
+	if _, err := c.nodes[li].ApplyLocal(ctx, cmd("SET", "k", "v")); err != nil {
+		t.Fatal(err)
+	}
+	c.converged()
+	term := f.raft.CurrentTerm()
+	stranger, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
+	last := f.raft.LastIndex()
+	lastTerm, _ := strconv.ParseUint(f.raft.Stats()["last_log_term"], 10, 64)
+	ae := &raft.AppendEntriesRequest{
+		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("stranger"), Addr: []byte(stranger.LocalAddr())},
+		Term:      term, PrevLogEntry: last, PrevLogTerm: lastTerm,
+		Entries:           []*raft.Log{{Index: last + 1, Term: term, Type: raft.LogCommand, Data: []byte{9, 9, 9, 9}}},
+		LeaderCommitIndex: last + 1,
+	}
+	var aer raft.AppendEntriesResponse
+	if err := stranger.AppendEntries(raft.ServerID(c.ids[fi]), raft.ServerAddress(f.RaftAddr()), ae, &aer); err != nil {
+		t.Fatal(err)
+	}
+	if aer.Success {
+		t.Fatal("the follower acknowledged an entry that does not decode")
+	}
+	if got := f.raft.LastIndex(); got != last {
+		t.Fatalf("the follower's log went from %d to %d", last, got)
+	}
+	// The cluster goes on: the leader's next write reaches every node.
+	if _, err := c.nodes[c.leader(-1)].ApplyLocal(ctx, cmd("SET", "k", "after")); err != nil {
+		t.Fatal(err)
+	}
+	c.converged()
+}
+
+func TestValidLogs(t *testing.T) {
+	v := validLogs{raft.NewInmemStore()}
+	good := &raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: AppendEntry(nil, Entry{Time: 1, Cmd: cmd("SET", "k", "v")})}
+	bad := &raft.Log{Index: 2, Term: 1, Type: raft.LogCommand, Data: []byte{1, 2, 3, 4}}
+	if err := v.StoreLogs([]*raft.Log{good, bad}); err == nil {
+		t.Fatal("a batch with a bad entry was stored")
+	}
+	if last, _ := v.LastIndex(); last != 0 {
+		t.Fatalf("part of a refused batch was stored: last index %d", last)
+	}
+	if err := v.StoreLog(good); err != nil {
+		t.Fatal(err)
+	}
+	noop := &raft.Log{Index: 2, Term: 1, Type: raft.LogNoop}
+	if err := v.StoreLog(noop); err != nil {
+		t.Fatalf("a no-op refused: %v", err)
+	}
+}

@@ -85,12 +85,11 @@ func (n *Node) RemoveServer(id string) error {
 	if err != nil {
 		return fmt.Errorf("cluster: remove %s: %w", id, err)
 	}
-	if !slices.ContainsFunc(members, func(m Member) bool { return m.ID == id }) {
+	i := slices.IndexFunc(members, func(m Member) bool { return m.ID == id })
+	if i < 0 {
 		return fmt.Errorf("cluster: remove %s: no member has that id (RAFT MEMBERS lists them)", id)
 	}
-	n.fsm.mu.Lock()
-	addr, _ := n.state.NodeAddr(id)
-	n.fsm.mu.Unlock()
+	addr := members[i].RaftAddr
 	f := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.CommandTimeout)
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("cluster: remove %s: %w", id, membershipErr(err))
@@ -114,7 +113,7 @@ func (n *Node) RemoveServer(id string) error {
 	// leader stops replicating to it), so tell it directly. Best effort: a
 	// node that does not hear it finds no leader and serves nothing.
 	if addr != "" {
-		r, err := n.roundTrip(ctx, addr, [][]byte{[]byte("RAFT"), []byte("REMOVED"), []byte(id)})
+		r, err := n.memberRoundTrip(ctx, addr, [][]byte{[]byte("RAFT"), []byte("REMOVED"), []byte(id)})
 		if err != nil || r.Type == resp.Error {
 			n.cfg.Logger.Warn("telling a removed node failed", "id", id, "err", err, "reply", r.String())
 		}
@@ -167,12 +166,12 @@ func (n *Node) Wait(ctx context.Context, numReplicas int, timeout time.Duration)
 	if n.IsLeader() {
 		return n.waitIndex(ctx, n.AppliedIndex(), numReplicas, timeout), nil
 	}
-	_, addr, ok := n.Leader()
-	if !ok || addr == "" {
+	addr, ok := n.leaderRaftAddr()
+	if !ok {
 		return 0, nil
 	}
 	ms := strconv.FormatInt(timeout.Milliseconds(), 10)
-	r, err := n.roundTrip(ctx, addr, [][]byte{[]byte("WAIT"), []byte(strconv.Itoa(numReplicas)), []byte(ms)})
+	r, err := n.memberRoundTrip(ctx, addr, [][]byte{[]byte("WAIT"), []byte(strconv.Itoa(numReplicas)), []byte(ms)})
 	if err != nil || r.Type != resp.Int {
 		return 0, nil
 	}
@@ -228,28 +227,21 @@ func (n *Node) countApplied(ctx context.Context, index uint64) int {
 	ch := make(chan answer, len(members))
 	asked := 0
 	for _, m := range members {
-		if m.ID == n.cfg.ID || m.RESPAddr == "" {
+		if m.ID == n.cfg.ID || m.RaftAddr == "" {
 			continue
 		}
 		asked++
 		go func(addr string) {
 			qctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 			defer cancel()
-			c, err := n.fwd.get(qctx, addr)
+			r, err := n.memberRoundTrip(qctx, addr, [][]byte{[]byte(AppliedCommand)})
 			if err != nil {
 				ch <- answer{}
 				return
 			}
-			r, err := c.roundTrip(qctx, [][]byte{[]byte(AppliedCommand)})
-			if err != nil {
-				c.nc.Close()
-				ch <- answer{}
-				return
-			}
-			n.fwd.put(addr, c)
 			v, _ := strconv.ParseUint(string(r.Str), 10, 64)
 			ch <- answer{ok: r.Type == resp.Bulk && v >= index}
-		}(m.RESPAddr)
+		}(m.RaftAddr)
 	}
 	got := 0
 	for i := 0; i < asked; i++ {

@@ -113,7 +113,8 @@ type Node struct {
 	raftRef atomic.Pointer[raft.Raft]
 	durable durability
 	closers []io.Closer
-	fwd     *forwarder
+	fwd     *forwarder // to a member's client port: RAFT JOIN (--join)
+	member  *forwarder // to a member's Raft address: the members' commands (member.go)
 	prop    *proposer
 	confirm *confirmer // read-index rounds (readindex.go)
 
@@ -129,6 +130,7 @@ type Node struct {
 	outOfConfig atomic.Bool
 	inConfig    atomic.Bool
 	respAddr    atomic.Pointer[string]
+	memberServe atomic.Pointer[func(net.Conn)]
 	stallWarned atomic.Int64 // when diskStalled last logged, Unix ns
 
 	// events is closed, and replaced, at each leadership event: a leader
@@ -165,6 +167,7 @@ func NewNode(cfg Config) (*Node, error) {
 	n.fsm = newRaftFSM(n.state, cfg.Deliver)
 	n.fwd = newForwarder(cfg.CommandTimeout)
 	n.fwd.password = cfg.Password
+	n.member = newForwarder(cfg.CommandTimeout) // dials through the stream layer (demux)
 	if cfg.Network != nil {
 		n.fwd.dial = func(ctx context.Context, addr string) (net.Conn, error) {
 			return cfg.Network.dial(ctx, cfg.ID, addr)
@@ -193,7 +196,7 @@ func NewNode(cfg Config) (*Node, error) {
 	)
 	if cfg.DataDir == "" {
 		mem := raft.NewInmemStore()
-		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
+		logs, stable, snaps = validLogs{mem}, mem, raft.NewInmemSnapshotStore()
 	} else {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, err
@@ -204,7 +207,7 @@ func NewNode(cfg Config) (*Node, error) {
 		}
 		n.closers = append(n.closers, closer)
 		stable = st
-		cache, err := raft.NewLogCache(logCacheSize, store)
+		cache, err := raft.NewLogCache(logCacheSize, validLogs{store})
 		if err != nil {
 			n.closeStores()
 			return nil, err
@@ -402,6 +405,7 @@ func (n *Node) Close() error {
 		n.wg.Wait()
 		err = n.raft.Shutdown().Error()
 		n.fwd.close()
+		n.member.close()
 		if n.confirm != nil {
 			n.confirm.close()
 		}

@@ -44,7 +44,7 @@ func retryable(err error) bool {
 func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	return n.route(ctx, func(ctx context.Context) (fsm.Result, error) { return n.ApplyLocal(ctx, cmd) },
 		func(ctx context.Context, addr string) (fsm.Result, error) {
-			return n.fwd.forward(ctx, addr, modeApply, cmd)
+			return n.member.forward(ctx, addr, modeApply, cmd)
 		})
 }
 
@@ -54,7 +54,7 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 func (n *Node) Read(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	return n.route(ctx, func(ctx context.Context) (fsm.Result, error) { return n.ReadLocal(ctx, cmd) },
 		func(ctx context.Context, addr string) (fsm.Result, error) {
-			return n.fwd.forward(ctx, addr, modeRead, cmd)
+			return n.member.forward(ctx, addr, modeRead, cmd)
 		})
 }
 
@@ -65,7 +65,7 @@ func (n *Node) KeyVersion(ctx context.Context, db int, key string) (uint64, erro
 		v, err := n.KeyVersionLocal(ctx, db, key)
 		return fsm.Result{LogIndex: v}, err
 	}, func(ctx context.Context, addr string) (fsm.Result, error) {
-		return n.fwd.forward(ctx, addr, modeVersion, cmd)
+		return n.member.forward(ctx, addr, modeVersion, cmd)
 	})
 	return res.LogIndex, err
 }
@@ -97,7 +97,7 @@ func (n *Node) route(ctx context.Context, local func(context.Context) (fsm.Resul
 		)
 		if n.IsLeader() {
 			res, err = local(ctx)
-		} else if addr, ok := n.leaderClientAddr(); ok {
+		} else if addr, ok := n.leaderRaftAddr(); ok {
 			res, err = remote(ctx, addr)
 		} else {
 			err = ErrNoLeader
@@ -117,17 +117,6 @@ func (n *Node) route(ctx context.Context, local func(context.Context) (fsm.Resul
 		}
 		backoff = min(2*backoff, 100*time.Millisecond)
 	}
-}
-
-// leaderClientAddr returns the current leader's RESP address, if known.
-func (n *Node) leaderClientAddr() (string, bool) {
-	_, id := n.raft.LeaderWithID()
-	if id == "" || string(id) == n.cfg.ID {
-		return "", false
-	}
-	n.fsm.mu.Lock()
-	defer n.fsm.mu.Unlock()
-	return n.state.NodeAddr(string(id))
 }
 
 // ApplyLocal proposes a command on this node, which must be the leader. It

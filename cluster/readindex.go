@@ -35,9 +35,13 @@ import (
 // authentication and the same test network), and told apart from raft's by
 // their first byte.
 
-// confirmMagic opens a confirmation connection; raft's own RPC types are
+// confirmMagic opens a confirmation connection, memberMagic a connection
+// for the commands between members (member.go); raft's own RPC types are
 // small integers (0 to 4 in raft 1.7).
-const confirmMagic = 0xdb
+const (
+	confirmMagic = 0xdb
+	memberMagic  = 0xdc
+)
 
 // confirmMaxID bounds a leader id in a confirmation request.
 const confirmMaxID = 255
@@ -51,14 +55,15 @@ var errDemuxClosed = errors.New("cluster: transport closed")
 type demuxStream struct {
 	raft.StreamLayer
 	auth   transport.PeerAuth // nil: peers are not authenticated (--insecure-cluster)
-	serve  func(net.Conn)
+	serve  func(net.Conn)     // confirmation rounds
+	member func(net.Conn)     // members' commands
 	conns  chan net.Conn
 	closed chan struct{}
 	once   sync.Once
 }
 
-func newDemuxStream(inner raft.StreamLayer, auth transport.PeerAuth, serve func(net.Conn)) *demuxStream {
-	d := &demuxStream{StreamLayer: inner, auth: auth, serve: serve, conns: make(chan net.Conn), closed: make(chan struct{})}
+func newDemuxStream(inner raft.StreamLayer, auth transport.PeerAuth, serve, member func(net.Conn)) *demuxStream {
+	d := &demuxStream{StreamLayer: inner, auth: auth, serve: serve, member: member, conns: make(chan net.Conn), closed: make(chan struct{})}
 	go d.acceptLoop()
 	return d
 }
@@ -103,8 +108,12 @@ func (d *demuxStream) classify(c net.Conn) {
 		return
 	}
 	c.SetReadDeadline(time.Time{})
-	if b[0] == confirmMagic {
+	switch b[0] {
+	case confirmMagic:
 		d.serve(c)
+		return
+	case memberMagic:
+		d.member(c)
 		return
 	}
 	select {
@@ -233,8 +242,23 @@ func (n *Node) follows(id string, term uint64) bool {
 // answers confirmation rounds on its Raft address and asks its peers
 // through the same stream layer.
 func (n *Node) demux(inner raft.StreamLayer) raft.StreamLayer {
-	d := newDemuxStream(inner, n.cfg.PeerAuth, n.serveConfirm)
+	d := newDemuxStream(inner, n.cfg.PeerAuth, n.serveConfirm, n.serveMember)
 	n.confirm = newConfirmer(n, d.Dial)
+	n.member.dial = func(ctx context.Context, addr string) (net.Conn, error) {
+		timeout := n.cfg.CommandTimeout
+		if dl, ok := ctx.Deadline(); ok {
+			timeout = time.Until(dl)
+		}
+		c, err := d.Dial(raft.ServerAddress(addr), timeout)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := c.Write([]byte{memberMagic}); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return c, nil
+	}
 	return d
 }
 

@@ -21,6 +21,9 @@ func init() {
 // cmdForward runs a command a follower forwarded to this node (the
 // leader), locally: a forwarded command is never forwarded again.
 func cmdForward(c *conn, args [][]byte) {
+	if c.membersOnly() {
+		return
+	}
 	t, ok := c.srv.backend.(cluster.ForwardTarget)
 	if !ok {
 		c.reply(resp.Err(msgNotClustered))
@@ -32,6 +35,9 @@ func cmdForward(c *conn, args [][]byte) {
 const msgNotClustered = "ERR this node is not part of a Raft cluster"
 
 func cmdApplied(c *conn, _ [][]byte) {
+	if c.membersOnly() {
+		return
+	}
 	rn, ok := c.srv.backend.(*cluster.Node)
 	if !ok {
 		c.reply(resp.Err(msgNotClustered))
@@ -69,6 +75,9 @@ func cmdRaft(c *conn, args [][]byte) {
 	case sub == "transfer" && len(args) == 2:
 		leaderOnly(rn.TransferLeadership)
 	case sub == "removed" && len(args) == 3:
+		if c.membersOnly() {
+			return
+		}
 		if !rn.MarkRemoved(string(args[2])) {
 			c.reply(resp.Err("ERR not this node"))
 			return

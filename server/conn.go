@@ -27,6 +27,7 @@ type conn struct {
 	// Owned by the connection's goroutine.
 	db       int
 	authed   bool
+	member   bool // another cluster member, authenticated by the cluster (member.go)
 	multi    *multiState
 	watches  []fsm.Watch
 	lastCmd  string

@@ -47,6 +47,10 @@ type Config struct {
 	Version           string // deadbolt's own version, reported by INFO
 	// Info adds sections to INFO (replication, cluster); optional.
 	Info InfoProvider
+	// MembersOnly: the cluster's members authenticate each other, so the
+	// commands only members send are refused on client connections
+	// (member.go).
+	MembersOnly bool
 }
 
 // InfoProvider supplies INFO fields the server cannot know by itself.

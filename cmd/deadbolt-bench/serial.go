@@ -107,10 +107,23 @@ func serialLatency(ctx context.Context, addr string) (serialRow, error) {
 	return serialRow{get: gets[len(gets)/2], set: sets[len(sets)/2]}, nil
 }
 
-// followerAddr asks the leader at addr for one of its replicas (ROLE).
+// followerAddr asks the leader at addr for one of its replicas (ROLE),
+// waiting a while for one: a new cluster's followers publish their client
+// addresses through the log after they start.
 func followerAddr(ctx context.Context, addr string) (string, error) {
 	rc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
 	defer rc.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f, err := roleReplica(ctx, rc)
+		if err == nil || time.Now().After(deadline) {
+			return f, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func roleReplica(ctx context.Context, rc *redis.Client) (string, error) {
 	v, err := rc.Do(ctx, "ROLE").Slice()
 	if err != nil {
 		return "", err

@@ -1,0 +1,58 @@
+package cluster
+
+import (
+	"context"
+	"net"
+
+	"github.com/deadbolt/deadbolt/resp"
+)
+
+// The commands only members send each other — DEADBOLT.FORWARD from a
+// follower to the leader, WAIT on behalf of a follower's client,
+// DEADBOLT.APPLIED from the leader to the followers, RAFT REMOVED to a
+// removed node — travel on connections to the other node's Raft address,
+// told apart from raft's by their first byte (memberMagic) and
+// authenticated as raft's are (transport.PeerAuth). The receiving node
+// hands them to its server (SetMemberServer), which serves them as a
+// member's: no client password is involved, so a password changed on one
+// node, or a node restarted after the change, strands no member, and a
+// client of the RESP port cannot pass for a member. RAFT JOIN is sent by a
+// node that is not a member yet, to the client address an operator gives
+// it (--join), and keeps the client password.
+
+// SetMemberServer sets what serves the members' connections (the
+// server's ServeMember); until then they are closed.
+func (n *Node) SetMemberServer(serve func(net.Conn)) { n.memberServe.Store(&serve) }
+
+func (n *Node) serveMember(c net.Conn) {
+	if f := n.memberServe.Load(); f != nil {
+		(*f)(c)
+		return
+	}
+	c.Close()
+}
+
+// leaderRaftAddr returns the current leader's Raft address, if it is
+// known and is not this node.
+func (n *Node) leaderRaftAddr() (string, bool) {
+	addr, id := n.raft.LeaderWithID()
+	if id == "" || string(id) == n.cfg.ID || addr == "" {
+		return "", false
+	}
+	return string(addr), true
+}
+
+// memberRoundTrip sends one command to the member at raftAddr.
+func (n *Node) memberRoundTrip(ctx context.Context, raftAddr string, args [][]byte) (resp.Reply, error) {
+	c, err := n.member.get(ctx, raftAddr)
+	if err != nil {
+		return resp.Reply{}, err
+	}
+	r, err := c.roundTrip(ctx, args)
+	if err != nil {
+		c.nc.Close()
+		return resp.Reply{}, err
+	}
+	n.member.put(raftAddr, c)
+	return r, nil
+}

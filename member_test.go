@@ -1,0 +1,94 @@
+package deadbolt
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func withSecret(_ int, c *Config) { c.ClusterSecret = []byte("the members' secret of this test") }
+
+func withPass(p string) ClusterOption { return func(_ int, c *Config) { c.RequirePass = p } }
+
+func authedClient(tb testing.TB, addr, pass string) *redis.Client {
+	tb.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: pass, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 5 * time.Second})
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Followers forward as members, on the Raft address, not with the client
+// password: a password changed on the leader alone, and a follower
+// restarted after it, strand nobody (the follower's forwarding used to
+// AUTH with its own password and get NOAUTH from then on).
+func TestPasswordChangeStrandsNoMember(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		name := "insecure"
+		opts := []ClusterOption{withPass("old")}
+		if secure {
+			name = "secret"
+			opts = append(opts, withSecret)
+		}
+		t.Run(name, func(t *testing.T) {
+			c := RunClusterT(t, 3, opts...)
+			ctx := context.Background()
+			l := c.Leader()
+			if err := authedClient(t, c.Addr(l), "old").ConfigSet(ctx, "requirepass", "new").Err(); err != nil {
+				t.Fatal(err)
+			}
+			f := c.Followers()[0]
+			c.Kill(f)
+			c.Restart(f)
+			c.WaitLeader()
+			fc := authedClient(t, c.Addr(f), "old")
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				err := fc.Set(ctx, "k", "through the follower", 0).Err()
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("a write through the restarted follower: %v", err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			// Through the node whose password changed (it may no longer lead).
+			if v, err := authedClient(t, c.Addr(l), "new").Get(ctx, "k").Result(); err != nil || v != "through the follower" {
+				t.Fatalf("GET on the first leader: %q %v", v, err)
+			}
+			// WAIT from the follower is counted by the leader, asked as a member.
+			if n, err := fc.Wait(ctx, 2, 5*time.Second).Result(); err != nil || n < 1 {
+				t.Fatalf("WAIT 2 through the follower: %d %v", n, err)
+			}
+		})
+	}
+}
+
+// A client of the RESP port cannot pass for a member where the members
+// authenticate each other: DEADBOLT.FORWARD, DEADBOLT.APPLIED and RAFT
+// REMOVED are refused.
+func TestMembersOnlyCommandsRefusedToClients(t *testing.T) {
+	c := RunClusterT(t, 3, withSecret)
+	ctx := context.Background()
+	l := c.Leader()
+	cl := client(t, c.Addr(l))
+	for _, args := range [][]any{
+		{"DEADBOLT.FORWARD", "w", "\x01\x02\x00\x03\x03SET\x01k\x01v\x00\x00"},
+		{"DEADBOLT.APPLIED"},
+		{"RAFT", "REMOVED", "n1"},
+	} {
+		err := cl.Do(ctx, args...).Err()
+		if err == nil || !strings.Contains(err.Error(), "only cluster members") {
+			t.Errorf("%v from a client: %v", args, err)
+		}
+	}
+	if v, err := cl.Exists(ctx, "k").Result(); err != nil || v != 0 {
+		t.Fatalf("EXISTS k: %d %v", v, err)
+	}
+	if c.Leader() != l {
+		t.Fatal("leadership moved")
+	}
+}
