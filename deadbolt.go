@@ -20,13 +20,18 @@ import (
 // Config configures a node. The zero value serves 127.0.0.1:6379 from
 // memory.
 type Config struct {
-	Addr         string // RESP address; "127.0.0.1:0" picks a free port
-	RequirePass  string
-	MaxClients   int
-	MaxBulkLen   int64
-	ScriptBudget int64 // work units one Lua script may use; 0 for the default
-	Logger       *slog.Logger
-	Version      string
+	Addr        string // RESP address; "127.0.0.1:0" picks a free port
+	RequirePass string
+	// ProtectedMode is Redis's protected-mode: without RequirePass,
+	// clients from other than 127.0.0.1 and ::1 are refused. The binary
+	// turns it on by default, as Redis does; embedded nodes listen on
+	// 127.0.0.1 and leave it off.
+	ProtectedMode bool
+	MaxClients    int
+	MaxBulkLen    int64
+	ScriptBudget  int64 // work units one Lua script may use; 0 for the default
+	Logger        *slog.Logger
+	Version       string
 	// Clock is where time comes from; nil means the wall clock. Tests use
 	// a *cluster.ManualClock (RunT does) to make TTLs run out at once.
 	Clock cluster.Clock
@@ -84,12 +89,13 @@ func Start(cfg Config) (*Node, error) {
 		n.clock = mc
 	}
 	scfg := server.Config{
-		Addr:        cfg.Addr,
-		RequirePass: cfg.RequirePass,
-		MaxClients:  cfg.MaxClients,
-		MaxBulkLen:  cfg.MaxBulkLen,
-		Logger:      cfg.Logger,
-		Version:     cfg.Version,
+		Addr:          cfg.Addr,
+		RequirePass:   cfg.RequirePass,
+		ProtectedMode: cfg.ProtectedMode,
+		MaxClients:    cfg.MaxClients,
+		MaxBulkLen:    cfg.MaxBulkLen,
+		Logger:        cfg.Logger,
+		Version:       cfg.Version,
 	}
 	var backend server.Backend
 	if cfg.RaftAddr == "" && cfg.DataDir == "" {

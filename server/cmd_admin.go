@@ -70,6 +70,7 @@ type adminState struct {
 	cancel context.CancelFunc
 
 	requirePass atomic.Pointer[string]
+	protected   atomic.Bool // protected-mode (protected.go)
 	pubsubLimit atomic.Int64 // client-output-buffer-limit pubsub hard limit; 0 none
 	queryLimit  atomic.Int64 // client-query-buffer-limit, read by the event loop
 	lastSave    atomic.Int64 // Unix seconds
@@ -85,6 +86,7 @@ func (s *Server) initAdmin() {
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	pass := s.cfg.RequirePass
 	a.requirePass.Store(&pass)
+	a.protected.Store(s.cfg.ProtectedMode)
 	a.pubsubLimit.Store(int64(s.cfg.PubSubOutputLimit))
 	a.queryLimit.Store(s.cfg.MaxQueryBuffer)
 	a.lastSave.Store(time.Now().Unix())

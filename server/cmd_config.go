@@ -184,6 +184,11 @@ func (s *Server) configGet(p *configParam) string {
 		return wd
 	case "requirepass":
 		return s.requirePass()
+	case "protected-mode":
+		if s.adm.protected.Load() {
+			return "yes"
+		}
+		return "no"
 	case "maxclients":
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -464,6 +469,8 @@ func (s *Server) applyParam(p *configParam, v string) {
 		return
 	case "notify-keyspace-events":
 		return
+	case "protected-mode":
+		s.adm.protected.Store(v == "yes")
 	}
 	s.adm.mu.Lock()
 	s.adm.params[p.name] = v

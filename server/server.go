@@ -47,6 +47,9 @@ type Config struct {
 	Version           string // deadbolt's own version, reported by INFO
 	// Info adds sections to INFO (replication, cluster); optional.
 	Info InfoProvider
+	// ProtectedMode is Redis's protected-mode: without a password, clients
+	// from other than 127.0.0.1 and ::1 are refused (protected.go).
+	ProtectedMode bool
 	// MembersOnly: the cluster's members authenticate each other, so the
 	// commands only members send are refused on client connections
 	// (member.go).
@@ -197,6 +200,13 @@ func (s *Server) accept(nc net.Conn) {
 		s.mu.Unlock()
 		s.stats.rejected.Add(1)
 		nc.Write([]byte("-ERR max number of clients reached\r\n"))
+		nc.Close()
+		return
+	}
+	if s.refusedByProtectedMode(nc.RemoteAddr()) {
+		s.mu.Unlock()
+		s.stats.rejected.Add(1)
+		nc.Write([]byte(msgProtected))
 		nc.Close()
 		return
 	}

@@ -120,7 +120,8 @@ func (d *db) start(n *node, join string) error {
 	fmt.Fprintf(logf, "=== harness: start %s at %s (join %q)\n", n.id, time.Now().Format(time.RFC3339Nano), join)
 	args := []string{"netns", "exec", d.lab.hostNS(n.idx), d.bin,
 		"--id", n.id, "--addr", n.addr, "--raft-addr", n.raft, "--data-dir", n.dataDir,
-		"--clock-offset-file", n.clockFile, "--disk-stall-file", n.stallFile, "--log-level", "info"}
+		"--clock-offset-file", n.clockFile, "--disk-stall-file", n.stallFile, "--log-level", "info",
+		"--protected-mode", "no"} // the clients come from the lab's own address
 	if d.secretFile != "" {
 		args = append(args, "--cluster-secret-file", d.secretFile)
 	}

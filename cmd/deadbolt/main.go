@@ -44,6 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		addr        = fs.String("addr", "127.0.0.1:6379", "RESP listen address `host:port`")
 		requirepass = fs.String("requirepass", "", "require clients to AUTH with this `password`")
 		maxClients  = fs.Int("maxclients", 10000, "maximum number of client connections")
+		protected   = fs.String("protected-mode", "yes", "yes: without --requirepass, refuse clients from other than 127.0.0.1 and ::1, as Redis does; no: serve them")
 		maxBulk     = fs.Int64("proto-max-bulk-len", 512<<20, "largest bulk argument a client may send, in `bytes`")
 		logLevel    = fs.String("log-level", "info", "log level: debug, info, warn, error")
 		id          = fs.String("id", "", "this node's `name` in the cluster (default: the --addr value)")
@@ -96,6 +97,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if (*peers != "" || *join != "") && (*raftAddr == "" || *id == "") {
 		return errors.New("--peers and --join need --id and --raft-addr")
 	}
+	if *protected != "yes" && *protected != "no" {
+		return fmt.Errorf("bad --protected-mode %q: want yes or no", *protected)
+	}
 	var secret []byte
 	if *secretFile != "" {
 		if secret, err = transport.LoadSecretFile(*secretFile); err != nil {
@@ -115,6 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		BeforeSync:        beforeSync,
 		Addr:              *addr,
 		RequirePass:       *requirepass,
+		ProtectedMode:     *protected == "yes",
 		MaxClients:        *maxClients,
 		MaxBulkLen:        *maxBulk,
 		Logger:            logger,
