@@ -86,7 +86,10 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	if err := reportCluster(stdout, cfg, targets, results); err != nil {
 		return err
 	}
-	return reportSerial(ctx, stdout, targets)
+	if err := reportSerial(ctx, stdout, targets); err != nil {
+		return err
+	}
+	return reportMix(ctx, stdout, targets)
 }
 
 func reportCluster(w io.Writer, cfg config, targets []target, results map[int]map[string][]cell) error {

@@ -145,3 +145,93 @@ func roleReplica(ctx context.Context, rc *redis.Client) (string, error) {
 	}
 	return "", fmt.Errorf("ROLE names no replica: %v", v)
 }
+
+// mixClients and mixDuration shape the read-mostly table: that many
+// clients, nine GETs in ten and one SET, for that long, on each system.
+const (
+	mixClients  = 64
+	mixDuration = 3 * time.Second
+)
+
+// reportMix measures a read-mostly load (90 % GET, 10 % SET over 1,000
+// keys, 64 clients) on the deadbolt cluster's leader and on redis-server
+// with appendfsync always.
+func reportMix(ctx context.Context, w io.Writer, targets []target) error {
+	type row struct {
+		name string
+		ops  float64
+	}
+	var rows []row
+	for _, t := range targets {
+		if t.name != nameDeadbolt && t.name != nameRedisAOF {
+			continue
+		}
+		addr := t.addr
+		if t.leader != nil {
+			if a, err := t.leader(ctx); err == nil {
+				addr = a
+			}
+		}
+		ops, err := mixLoad(ctx, addr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		rows = append(rows, row{t.name, ops})
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nread-mostly: %d clients, 9 GETs in 10 and 1 SET, 1,000 keys, %v\n", mixClients, mixDuration)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "system\tops/s\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%.0f\t\n", r.name, r.ops)
+	}
+	return tw.Flush()
+}
+
+func mixLoad(ctx context.Context, addr string) (float64, error) {
+	rc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: mixClients, MinIdleConns: mixClients, MaxRetries: -1})
+	defer rc.Close()
+	for i := range 1000 {
+		if err := rc.Set(ctx, "bench:mix:"+strconv.Itoa(i), i, 0).Err(); err != nil {
+			return 0, err
+		}
+	}
+	deadline := time.Now().Add(mixDuration)
+	counts := make(chan int, mixClients)
+	errs := make(chan error, mixClients)
+	for c := range mixClients {
+		go func() {
+			n, x := 0, uint32(c*7919+1)
+			for time.Now().Before(deadline) {
+				x ^= x << 13
+				x ^= x >> 17
+				x ^= x << 5
+				key := "bench:mix:" + strconv.Itoa(int(x%1000))
+				var err error
+				if x%10 == 0 {
+					err = rc.Set(ctx, key, n, 0).Err()
+				} else {
+					err = rc.Get(ctx, key).Err()
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				n++
+			}
+			counts <- n
+		}()
+	}
+	total := 0
+	for range mixClients {
+		select {
+		case n := <-counts:
+			total += n
+		case err := <-errs:
+			return 0, err
+		}
+	}
+	return float64(total) / mixDuration.Seconds(), nil
+}
