@@ -70,7 +70,7 @@ type adminState struct {
 	cancel context.CancelFunc
 
 	requirePass atomic.Pointer[string]
-	protected   atomic.Bool // protected-mode (protected.go)
+	protected   atomic.Bool  // protected-mode (protected.go)
 	pubsubLimit atomic.Int64 // client-output-buffer-limit pubsub hard limit; 0 none
 	queryLimit  atomic.Int64 // client-query-buffer-limit, read by the event loop
 	lastSave    atomic.Int64 // Unix seconds
