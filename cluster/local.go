@@ -118,6 +118,13 @@ func (l *Local) KeyspaceStats(db int) (keys, expires int) {
 	return l.fsm.Stats(db)
 }
 
+// ScriptCount is the number of cached scripts (INFO memory).
+func (l *Local) ScriptCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fsm.ScriptCount()
+}
+
 // Expire runs one pass of active expiry now (tests call it after moving
 // the clock); it returns how many keys it removed.
 func (l *Local) Expire() int {

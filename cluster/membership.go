@@ -387,6 +387,13 @@ func (n *Node) KeyspaceStats(db int) (keys, expires int) {
 	return n.state.Stats(db)
 }
 
+// ScriptCount is the number of cached scripts (INFO memory).
+func (n *Node) ScriptCount() int {
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.state.ScriptCount()
+}
+
 // Term is the Raft term this node is in. It grows with every election, so
 // it serves as the configuration epoch that Sentinel and Cluster clients
 // see.

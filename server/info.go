@@ -30,6 +30,12 @@ type KeyspaceStats interface {
 	KeyspaceStats(db int) (keys, expires int)
 }
 
+// ScriptStats is implemented by a backend that can count its cached
+// scripts (INFO memory's number_of_cached_scripts).
+type ScriptStats interface {
+	ScriptCount() int
+}
+
 // INFO's sections in Redis 7.0's order, and those INFO without arguments
 // (or INFO default) shows.
 var (
@@ -307,6 +313,10 @@ func f2(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
 
 func (s *Server) infoMemory() []string {
 	m := readMem()
+	scripts := 0
+	if ss, ok := s.backend.(ScriptStats); ok {
+		scripts = ss.ScriptCount()
+	}
 	maxmem, _ := strconv.ParseUint(s.configGet(paramByName["maxmemory"]), 10, 64)
 	return kv(
 		"used_memory", m.used,
@@ -329,7 +339,7 @@ func (s *Server) infoMemory() []string {
 		"used_memory_vm_eval", 0,
 		"used_memory_lua_human", "0B",
 		"used_memory_scripts_eval", 0,
-		"number_of_cached_scripts", 0,
+		"number_of_cached_scripts", scripts,
 		"number_of_functions", 0,
 		"number_of_libraries", 0,
 		"used_memory_vm_functions", 0,
