@@ -29,9 +29,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "deadbolt:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage was printed
 		}
+		fmt.Fprintln(os.Stderr, "deadbolt:", err)
 		os.Exit(1)
 	}
 }
@@ -66,6 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		clockFile   = fs.String("clock-offset-file", "", "test only: add the offset in ms written in this `file` (re-read every 50 ms) to the node's clock, for fault injection")
 		stallFile   = fs.String("disk-stall-file", "", "test only: while this `file` exists, every sync of the Raft log waits (a stalled disk, for fault injection)")
 	)
+	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -232,4 +234,49 @@ func stallWhileExists(ctx context.Context, path string, logger *slog.Logger) fun
 			}
 		}
 	}
+}
+
+// usage prints what deadbolt is, examples, and the flags, the test-only
+// ones apart.
+func usage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprint(w, `deadbolt: a lock server that speaks the Redis protocol, replicated with Raft.
+
+Examples:
+  deadbolt                                   a single node on 127.0.0.1:6379, in memory
+  deadbolt --data-dir /var/lib/deadbolt \
+           --raft-addr 127.0.0.1:7000          a single node that keeps its data on disk
+  deadbolt --id n1 --addr 10.0.0.1:6379 --raft-addr 10.0.0.1:7000 \
+           --data-dir /var/lib/deadbolt --cluster-secret-file /etc/deadbolt/secret \
+           --peers n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000 \
+           --requirepass PASSWORD              one member of a three-node cluster
+  deadbolt --id n4 ... --join 10.0.0.1:6379    a new member, through any member's client port
+
+Flags:
+`)
+	var testOnly []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Usage, "test only:") {
+			testOnly = append(testOnly, f)
+			return
+		}
+		printFlag(w, f)
+	})
+	fmt.Fprintln(w, "\nFor fault-injection tests only:")
+	for _, f := range testOnly {
+		printFlag(w, f)
+	}
+}
+
+func printFlag(w io.Writer, f *flag.Flag) {
+	name, text := flag.UnquoteUsage(f)
+	line := "  --" + f.Name
+	if name != "" {
+		line += " " + name
+	}
+	fmt.Fprintln(w, line)
+	if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
+		text += " (default " + f.DefValue + ")"
+	}
+	fmt.Fprintln(w, "    \t"+text)
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"net"
 	"os"
 	"path/filepath"
@@ -45,6 +47,24 @@ func TestRunClusterSecret(t *testing.T) {
 	err = run(context.Background(), []string{"--id", "n1", "--raft-addr", "127.0.0.1:0", "--peers", "n1=127.0.0.1:1", "--cluster-secret-file", short}, &out, &errb)
 	if err == nil || !strings.Contains(err.Error(), short) {
 		t.Fatalf("a short secret file: %v", err)
+	}
+}
+
+// -h prints a description, examples and the flags, the test-only ones
+// apart, and is not an error for the process (main exits 0 on ErrHelp).
+func TestRunHelp(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"-h"}, &out, &errb)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	help := errb.String()
+	i := strings.Index(help, "For fault-injection tests only:")
+	if !strings.Contains(help, "Examples:") || i < 0 || !strings.Contains(help, "--cluster-secret-file") {
+		t.Fatalf("help text:\n%s", help)
+	}
+	if j := strings.Index(help, "--disk-stall-file"); j < i {
+		t.Fatal("a test-only flag is listed with the others")
 	}
 }
 
