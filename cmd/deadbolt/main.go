@@ -244,8 +244,7 @@ func usage(fs *flag.FlagSet) {
 
 Examples:
   deadbolt                                   a single node on 127.0.0.1:6379, in memory
-  deadbolt --data-dir /var/lib/deadbolt \
-           --raft-addr 127.0.0.1:7000          a single node that keeps its data on disk
+  deadbolt --data-dir /var/lib/deadbolt      a single node that keeps its data on disk
   deadbolt --id n1 --addr 10.0.0.1:6379 --raft-addr 10.0.0.1:7000 \
            --data-dir /var/lib/deadbolt --cluster-secret-file /etc/deadbolt/secret \
            --peers n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000 \
