@@ -92,3 +92,24 @@ func TestMembersOnlyCommandsRefusedToClients(t *testing.T) {
 		t.Fatal("leadership moved")
 	}
 }
+
+// An operator may send RAFT REMOVE to any node: a follower passes it to
+// the leader as a member (it used to answer TRYAGAIN with the leader's
+// address).
+func TestRaftRemoveThroughFollower(t *testing.T) {
+	c := RunClusterT(t, 3, withSecret)
+	ctx := context.Background()
+	l := c.Leader()
+	fs := c.Followers()
+	victim := fs[1]
+	if err := client(t, c.Addr(fs[0])).Do(ctx, "RAFT", "REMOVE", c.IDs()[victim]).Err(); err != nil {
+		t.Fatalf("RAFT REMOVE through a follower: %v", err)
+	}
+	members, err := client(t, c.Addr(l)).Do(ctx, "RAFT", "MEMBERS").Slice()
+	if err != nil || len(members) != 2 {
+		t.Fatalf("RAFT MEMBERS after the removal: %v %v", members, err)
+	}
+	if err := client(t, c.Addr(fs[0])).Do(ctx, "RAFT", "REMOVE", "nobody").Err(); err == nil || !strings.Contains(err.Error(), "no member") {
+		t.Fatalf("removing an unknown id through a follower: %v", err)
+	}
+}

@@ -56,3 +56,16 @@ func (n *Node) memberRoundTrip(ctx context.Context, raftAddr string, args [][]by
 	n.member.put(raftAddr, c)
 	return r, nil
 }
+
+// ToLeader sends an administrative command (RAFT JOIN, REMOVE, TRANSFER)
+// to the leader as a member, and returns the leader's reply: an operator
+// may send it to any node.
+func (n *Node) ToLeader(ctx context.Context, args [][]byte) (resp.Reply, error) {
+	addr, ok := n.leaderRaftAddr()
+	if !ok {
+		return resp.Reply{}, ErrNoLeader
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.CommandTimeout)
+	defer cancel()
+	return n.memberRoundTrip(ctx, addr, args)
+}

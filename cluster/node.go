@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -587,7 +588,11 @@ func (n *Node) membershipLoop() {
 		if f.Error() != nil {
 			continue
 		}
-		in, out := m.observe(n.cfg.ID, f.Configuration().Servers)
+		servers := f.Configuration().Servers
+		if added, removed := m.changes(servers); len(added)+len(removed) > 0 {
+			n.cfg.Logger.Info("cluster: membership changed", "id", n.cfg.ID, "added", added, "removed", removed, "members", len(servers))
+		}
+		in, out := m.observe(n.cfg.ID, servers)
 		n.inConfig.Store(in)
 		n.outOfConfig.Store(out)
 		if in {
@@ -597,7 +602,33 @@ func (n *Node) membershipLoop() {
 }
 
 // membership follows this node's place in the configurations it sees.
-type membership struct{ seen, removed bool }
+type membership struct {
+	seen, removed bool
+	known         map[raft.ServerID]bool // the members last seen, nil before the first
+}
+
+// changes returns the ids added to and removed from the configuration
+// since the last call (none on the first: the start-up log names them).
+func (m *membership) changes(servers []raft.Server) (added, removed []string) {
+	if len(servers) == 0 {
+		return nil, nil
+	}
+	now := make(map[raft.ServerID]bool, len(servers))
+	for _, s := range servers {
+		now[s.ID] = true
+		if m.known != nil && !m.known[s.ID] {
+			added = append(added, string(s.ID))
+		}
+	}
+	for id := range m.known {
+		if !now[id] {
+			removed = append(removed, string(id))
+		}
+	}
+	slices.Sort(removed)
+	m.known = now
+	return added, removed
+}
 
 // observe takes the newest configuration and says whether this node is in
 // it, and whether it counts as removed: out of it after having been in one.

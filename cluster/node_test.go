@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -451,4 +452,29 @@ func TestRaftRemoveSelfAndUnknown(t *testing.T) {
 		}
 	}
 	within(t, 5*time.Second, "the old leader to know it was removed", l.removed)
+}
+
+// membership.changes names what was added and removed since the last
+// configuration seen, and nothing for the first.
+func TestMembershipChanges(t *testing.T) {
+	var m membership
+	s := func(ids ...string) []raft.Server {
+		var out []raft.Server
+		for _, id := range ids {
+			out = append(out, raft.Server{ID: raft.ServerID(id)})
+		}
+		return out
+	}
+	if a, r := m.changes(s("n1", "n2")); a != nil || r != nil {
+		t.Fatalf("first: %v %v", a, r)
+	}
+	if a, r := m.changes(s("n1", "n2", "n3")); !slices.Equal(a, []string{"n3"}) || r != nil {
+		t.Fatalf("add: %v %v", a, r)
+	}
+	if a, r := m.changes(nil); a != nil || r != nil {
+		t.Fatalf("an empty configuration says nothing: %v %v", a, r)
+	}
+	if a, r := m.changes(s("n1", "n3")); a != nil || !slices.Equal(r, []string{"n2"}) {
+		t.Fatalf("remove: %v %v", a, r)
+	}
 }

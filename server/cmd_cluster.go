@@ -58,7 +58,18 @@ func cmdRaft(c *conn, args [][]byte) {
 	sub := strings.ToLower(string(args[1]))
 	leaderOnly := func(fn func() error) {
 		if !rn.IsLeader() {
-			c.reply(rn.NotLeaderReply())
+			if c.member {
+				// Forwarded once already: never again, so nothing circles.
+				c.reply(rn.NotLeaderReply())
+				return
+			}
+			// An operator may ask any node: it goes to the leader.
+			r, err := rn.ToLeader(context.Background(), args)
+			if err != nil {
+				c.reply(rn.NotLeaderReply())
+				return
+			}
+			c.reply(r)
 			return
 		}
 		if err := fn(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -99,6 +100,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if (*peers != "" || *join != "") && (*raftAddr == "" || *id == "") {
 		return errors.New("--peers and --join need --id and --raft-addr")
 	}
+	if *join != "" && *dataDir == "" {
+		return errors.New("--join needs --data-dir: a member that keeps nothing on disk would come back empty after a restart and join again under the same id")
+	}
 	if *protected != "yes" && *protected != "no" {
 		return fmt.Errorf("bad --protected-mode %q: want yes or no", *protected)
 	}
@@ -144,7 +148,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("deadbolt ready", "addr", node.Addr(), "sentinel", node.SentinelAddr(), "version", version, "raft", *raftAddr != "" || *dataDir != "")
+	logger.Info("deadbolt ready", "addr", node.Addr(), "sentinel", node.SentinelAddr(), "version", version, "go", runtime.Version(),
+		"raft", *raftAddr != "" || *dataDir != "", "id", *id, "raft_addr", *raftAddr, "data_dir", *dataDir, "peers", *peers, "join", *join,
+		"members_authenticated", secret != nil)
 	<-ctx.Done()
 	logger.Info("shutting down")
 	// A leader hands over leadership before it stops.

@@ -24,6 +24,8 @@ func TestRunFlags(t *testing.T) {
 		{"--peers", "n1=127.0.0.1:1"}, // needs --id and --raft-addr
 		{"--id", "n1", "--raft-addr", "127.0.0.1:0", "--peers", "n1"}, // no address
 		{"--log-level", "loud"},
+		{"--id", "n4", "--raft-addr", "127.0.0.1:0", "--join", "127.0.0.1:1"}, // no --data-dir
+		{"--protected-mode", "maybe"},
 	}
 	for _, args := range bad {
 		if err := run(context.Background(), args, &out, &errb); err == nil {
