@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,14 +27,24 @@ type proc struct {
 	log                 *os.File
 }
 
+// freeAddr returns a loopback address with a port free now, for a child
+// process to listen on. It is taken below Linux's ephemeral range (32768
+// and up), where a port chosen by the kernel (port 0) is also what the
+// kernel hands to outgoing connections: one of those, the nodes' own
+// among them, could take it before the child listens.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 1000 {
+		port := 10000 + rand.Intn(22000)
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port below the ephemeral range")
+	return ""
 }
 
 func buildBinary(t *testing.T) string {
