@@ -182,6 +182,22 @@ func (c *fwdConn) roundTrip(ctx context.Context, args [][]byte) (resp.Reply, err
 	return readReply(c.rd)
 }
 
+// roundTrip sends one command to addr on a pooled connection and returns
+// the reply.
+func (f *forwarder) roundTrip(ctx context.Context, addr string, args [][]byte) (resp.Reply, error) {
+	c, err := f.get(ctx, addr)
+	if err != nil {
+		return resp.Reply{}, err
+	}
+	r, err := c.roundTrip(ctx, args)
+	if err != nil {
+		c.nc.Close()
+		return resp.Reply{}, err
+	}
+	f.put(addr, c)
+	return r, nil
+}
+
 // forward sends cmd to the leader at addr. A connection error before the
 // request was written is retryable; after, the outcome is unknown.
 func (f *forwarder) forward(ctx context.Context, addr, mode string, cmd fsm.Command) (fsm.Result, error) {

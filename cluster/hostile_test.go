@@ -52,12 +52,7 @@ func TestHostilePeer(t *testing.T) {
 			c.converged()
 			term := l.raft.CurrentTerm()
 
-			stranger, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stranger.Close()
-			hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("stranger"), Addr: []byte(stranger.LocalAddr())}
+			stranger, hdr := newStranger(t)
 
 			// AppendEntries to a follower: a far higher term, an entry that
 			// follows the follower's log, committed at once.
@@ -163,16 +158,11 @@ func TestBadEntryRefusedOnReceipt(t *testing.T) {
 	}
 	c.converged()
 	term := f.raft.CurrentTerm()
-	stranger, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stranger.Close()
+	stranger, hdr := newStranger(t)
 	last := f.raft.LastIndex()
 	lastTerm, _ := strconv.ParseUint(f.raft.Stats()["last_log_term"], 10, 64)
 	ae := &raft.AppendEntriesRequest{
-		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("stranger"), Addr: []byte(stranger.LocalAddr())},
-		Term:      term, PrevLogEntry: last, PrevLogTerm: lastTerm,
+		RPCHeader: hdr, Term: term, PrevLogEntry: last, PrevLogTerm: lastTerm,
 		Entries:           []*raft.Log{{Index: last + 1, Term: term, Type: raft.LogCommand, Data: []byte{9, 9, 9, 9}}},
 		LeaderCommitIndex: last + 1,
 	}
@@ -210,4 +200,16 @@ func TestValidLogs(t *testing.T) {
 	if err := v.StoreLog(noop); err != nil {
 		t.Fatalf("a no-op refused: %v", err)
 	}
+}
+
+// newStranger is raft's own transport in a process that is no member, and
+// the header of its RPCs.
+func newStranger(t *testing.T) (*raft.NetworkTransport, raft.RPCHeader) {
+	t.Helper()
+	stranger, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stranger.Close() })
+	return stranger, raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("stranger"), Addr: []byte(stranger.LocalAddr())}
 }

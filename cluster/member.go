@@ -44,17 +44,7 @@ func (n *Node) leaderRaftAddr() (string, bool) {
 
 // memberRoundTrip sends one command to the member at raftAddr.
 func (n *Node) memberRoundTrip(ctx context.Context, raftAddr string, args [][]byte) (resp.Reply, error) {
-	c, err := n.member.get(ctx, raftAddr)
-	if err != nil {
-		return resp.Reply{}, err
-	}
-	r, err := c.roundTrip(ctx, args)
-	if err != nil {
-		c.nc.Close()
-		return resp.Reply{}, err
-	}
-	n.member.put(raftAddr, c)
-	return r, nil
+	return n.member.roundTrip(ctx, raftAddr, args)
 }
 
 // ToLeader sends an administrative command (RAFT JOIN, REMOVE, TRANSFER)

@@ -366,17 +366,7 @@ func (n *Node) JoinVia(ctx context.Context, addr string) error {
 }
 
 func (n *Node) roundTrip(ctx context.Context, addr string, args [][]byte) (resp.Reply, error) {
-	c, err := n.fwd.get(ctx, addr)
-	if err != nil {
-		return resp.Reply{}, err
-	}
-	r, err := c.roundTrip(ctx, args)
-	if err != nil {
-		c.nc.Close()
-		return resp.Reply{}, err
-	}
-	n.fwd.put(addr, c)
-	return r, nil
+	return n.fwd.roundTrip(ctx, addr, args)
 }
 
 // KeyspaceStats counts a database's keys and those with a deadline on

@@ -488,8 +488,18 @@ func (c *conn) applyAsync(cmd fsm.Command) {
 	if c.startApply(cmd, done) {
 		return
 	}
-	// The request's arguments stay valid meanwhile: the reader's arena
-	// is reused only for the connection's next request.
+	c.onGoroutine(done, "applying a command", func() (fsm.Result, error) {
+		return c.srv.backend.Apply(context.Background(), cmd)
+	})
+}
+
+// onGoroutine runs a keyspace command that cannot start on the loop on a
+// goroutine of its own, and hands done its outcome (errInternal if it
+// panicked). The connection is busy meanwhile; the request's arguments
+// stay valid, since the reader's arena is reused only for the
+// connection's next request.
+func (c *conn) onGoroutine(done func(fsm.Result, error), what string, run func() (fsm.Result, error)) {
+	l := c.lc.lp
 	c.lc.busy, c.lc.pending = true, true
 	l.s.wg.Add(1)
 	go func() {
@@ -497,12 +507,12 @@ func (c *conn) applyAsync(cmd fsm.Command) {
 		res, err := fsm.Result{}, errInternal
 		defer func() {
 			if p := recover(); p != nil {
-				c.srv.cfg.Logger.Error("server: panic applying a command",
+				c.srv.cfg.Logger.Error("server: panic "+what,
 					"client", c.id, "command", c.lastCmd, "panic", p, "stack", string(debug.Stack()))
 			}
 			done(res, err)
 		}()
-		res, err = c.srv.backend.Apply(context.Background(), cmd)
+		res, err = run()
 	}()
 }
 
@@ -529,20 +539,9 @@ func (c *conn) readAsync(cmd fsm.Command) {
 	if ok {
 		return
 	}
-	c.lc.busy, c.lc.pending = true, true
-	l.s.wg.Add(1)
-	go func() {
-		defer l.s.wg.Done()
-		res, err := fsm.Result{}, errInternal
-		defer func() {
-			if p := recover(); p != nil {
-				c.srv.cfg.Logger.Error("server: panic reading",
-					"client", c.id, "command", c.lastCmd, "panic", p, "stack", string(debug.Stack()))
-			}
-			done(res, err)
-		}()
-		res, err = c.srv.backend.Read(context.Background(), cmd)
-	}()
+	c.onGoroutine(done, "reading", func() (fsm.Result, error) {
+		return c.srv.backend.Read(context.Background(), cmd)
+	})
 }
 
 // startApply calls the backend's StartApply; the connection is busy if it

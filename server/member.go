@@ -36,13 +36,7 @@ func (s *Server) ServeMember(nc net.Conn) {
 	s.conns[c.id] = c
 	s.wg.Add(1)
 	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		c.serve()
-		s.mu.Lock()
-		delete(s.conns, c.id)
-		s.mu.Unlock()
-	}()
+	go s.serveConn(c)
 }
 
 // membersOnly refuses a command that only members may send when it comes

@@ -224,13 +224,17 @@ func (s *Server) accept(nc net.Conn) {
 	if lp != nil {
 		return
 	}
-	go func() {
-		defer s.wg.Done()
-		c.serve()
-		s.mu.Lock()
-		delete(s.conns, c.id)
-		s.mu.Unlock()
-	}()
+	go s.serveConn(c)
+}
+
+// serveConn is a connection's goroutine, where the event loop does not
+// serve it; s.wg counts it.
+func (s *Server) serveConn(c *conn) {
+	defer s.wg.Done()
+	c.serve()
+	s.mu.Lock()
+	delete(s.conns, c.id)
+	s.mu.Unlock()
 }
 
 // Close stops accepting, closes every connection and waits for their

@@ -108,17 +108,12 @@ var nemeses = []nemesis{
 			// The old leader wakes believing it still leads, with reads
 			// queued on its sockets: each must be confirmed by a quorum
 			// that answers after it arrived, which no longer follows it.
-			const limit = 10 * time.Second
-			start := time.Now()
-			for time.Since(start) < limit && ctx.Err() == nil {
-				if nl, err := h.db.leader(ctx); err == nil && nl != l {
-					l.signal(syscall.SIGCONT)
-					return fmt.Sprintf("paused leader %s until %s led (%v), then resumed it", l.id, nl.id, time.Since(start).Round(time.Millisecond)), nil
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			nl, took := h.otherLeader(ctx, l, 10*time.Second)
 			l.signal(syscall.SIGCONT)
-			return "paused leader " + l.id + "; no other node led; resumed it", nil
+			if nl == nil {
+				return "paused leader " + l.id + "; no other node led; resumed it", nil
+			}
+			return fmt.Sprintf("paused leader %s until %s led (%v), then resumed it", l.id, nl.id, took), nil
 		}},
 	{name: "disk-stall-leader", what: "the leader's log syncs wait until healing (a disk that stops answering)", class: "split-brain stale-read-after-election",
 		start: func(ctx context.Context, h *harness) (string, error) {
@@ -133,12 +128,8 @@ var nemeses = []nemesis{
 			// goes quiet and another node takes over. Waited for here,
 			// so the fault lasts at least that long.
 			const limit = 10 * time.Second
-			start := time.Now()
-			for time.Since(start) < limit && ctx.Err() == nil {
-				if nl, err := h.db.leader(ctx); err == nil && nl != l {
-					return fmt.Sprintf("stalled leader %s's disk; %s led %v later", l.id, nl.id, time.Since(start).Round(time.Millisecond)), nil
-				}
-				time.Sleep(100 * time.Millisecond)
+			if nl, took := h.otherLeader(ctx, l, limit); nl != nil {
+				return fmt.Sprintf("stalled leader %s's disk; %s led %v later", l.id, nl.id, took), nil
 			}
 			h.violation(chaos.Violation{Check: "liveness", Detail: fmt.Sprintf("leader %s's disk stalled, and no other node led within %v", l.id, limit)})
 			return "stalled leader " + l.id + "'s disk; no other leader", nil
@@ -453,4 +444,17 @@ func randomStep(r *rand.Rand) []string {
 	}
 	sort.Strings(names)
 	return []string{names[r.Intn(len(names))]}
+}
+
+// otherLeader waits up to limit for a leader other than l, and returns it
+// and how long it took (nil if none came).
+func (h *harness) otherLeader(ctx context.Context, l *node, limit time.Duration) (*node, time.Duration) {
+	start := time.Now()
+	for time.Since(start) < limit && ctx.Err() == nil {
+		if nl, err := h.db.leader(ctx); err == nil && nl != l {
+			return nl, time.Since(start).Round(time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil, time.Since(start)
 }
