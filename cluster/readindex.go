@@ -270,11 +270,18 @@ type confirmer struct {
 
 	mu      sync.Mutex
 	running bool
-	waiting []func(error)
+	waiting []confirmWaiter
 	round   uint64
 	peers   map[raft.ServerAddress]*confirmPeer
 	served  map[net.Conn]bool // connections this node answers on
 	closed  bool
+}
+
+// confirmWaiter is a read waiting for a round: the term its leader was
+// in when it arrived, and what to tell.
+type confirmWaiter struct {
+	term uint64
+	done func(error)
 }
 
 type confirmPeer struct {
@@ -323,15 +330,18 @@ func (c *confirmer) confirm(ctx context.Context, term uint64) error {
 // outcome, on the confirmer's goroutine.
 func (c *confirmer) enqueue(term uint64, done func(error)) {
 	c.mu.Lock()
-	c.waiting = append(c.waiting, done)
+	c.waiting = append(c.waiting, confirmWaiter{term, done})
 	if !c.running {
 		c.running = true
-		go c.loop(term)
+		go c.loop()
 	}
 	c.mu.Unlock()
 }
 
-func (c *confirmer) loop(term uint64) {
+// loop runs rounds while reads wait. A round asks about the newest term
+// among its reads; a read that arrived in an older term (this node has
+// led again since) is told its leadership was not confirmed.
+func (c *confirmer) loop() {
 	for {
 		c.mu.Lock()
 		batch := c.waiting
@@ -344,9 +354,17 @@ func (c *confirmer) loop(term uint64) {
 		c.round++
 		round := c.round
 		c.mu.Unlock()
+		var term uint64
+		for _, w := range batch {
+			term = max(term, w.term)
+		}
 		err := c.run(round, term)
-		for _, done := range batch {
-			done(err)
+		for _, w := range batch {
+			if w.term != term {
+				w.done(errNotConfirmed)
+				continue
+			}
+			w.done(err)
 		}
 	}
 }

@@ -24,8 +24,19 @@ func TestReadIndexIsolatedLeaderServesNoStaleRead(t *testing.T) {
 	if old != 1 {
 		// n2's election timeout is long: it does not win elections on its
 		// own. Hand it the leadership.
-		if err := c.nodes[old].raft.LeadershipTransferToServer("n2", c.nodes[1].transport.LocalAddr()).Error(); err != nil {
-			t.Fatal(err)
+		// A transfer can time out on a loaded machine: try again.
+		for try := 0; ; try++ {
+			err := c.nodes[old].raft.LeadershipTransferToServer("n2", c.nodes[1].transport.LocalAddr()).Error()
+			if err == nil {
+				break
+			}
+			if try == 4 {
+				t.Fatal(err)
+			}
+			old = c.leader(-1)
+			if old == 1 {
+				break
+			}
 		}
 		old = c.waitLeader(1)
 	}
