@@ -162,6 +162,9 @@ func NewNode(cfg Config) (*Node, error) {
 	if cfg.ID == "" || cfg.RaftAddr == "" {
 		return nil, errors.New("cluster: a node needs an ID and a Raft address")
 	}
+	if len(cfg.ID) > confirmMaxID {
+		return nil, fmt.Errorf("cluster: a node id has at most %d bytes", confirmMaxID)
+	}
 	n := &Node{cfg: cfg, stop: make(chan struct{})}
 	n.SetRESPAddr(cfg.RESPAddr)
 	n.state = fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget})
