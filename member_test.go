@@ -113,3 +113,36 @@ func TestRaftRemoveThroughFollower(t *testing.T) {
 		t.Fatalf("removing an unknown id through a follower: %v", err)
 	}
 }
+
+// PUBLISH through a follower counts the leader's subscribers and the
+// follower's own (it used to count the leader's alone, while the
+// follower's subscribers did get the message); through the leader, the
+// leader's own.
+func TestPublishCountThroughFollower(t *testing.T) {
+	c := RunClusterT(t, 3)
+	ctx := context.Background()
+	l := c.Leader()
+	f := c.Followers()[0]
+	subscribe := func(node int, ch string) *redis.PubSub {
+		ps := client(t, c.Addr(node)).Subscribe(ctx, ch)
+		t.Cleanup(func() { ps.Close() })
+		if _, err := ps.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return ps
+	}
+	fsub := subscribe(f, "ch")
+	if n, err := client(t, c.Addr(f)).Publish(ctx, "ch", "one").Result(); err != nil || n != 1 {
+		t.Fatalf("PUBLISH through the follower with one subscriber there: %d %v", n, err)
+	}
+	if m, err := fsub.ReceiveMessage(ctx); err != nil || m.Payload != "one" {
+		t.Fatalf("the follower's subscriber: %v %v", m, err)
+	}
+	subscribe(l, "ch")
+	if n, err := client(t, c.Addr(f)).Publish(ctx, "ch", "two").Result(); err != nil || n != 2 {
+		t.Fatalf("PUBLISH through the follower, one subscriber there and one on the leader: %d %v", n, err)
+	}
+	if n, err := client(t, c.Addr(l)).Publish(ctx, "ch", "three").Result(); err != nil || n != 1 {
+		t.Fatalf("PUBLISH through the leader counts the leader's own: %d %v", n, err)
+	}
+}

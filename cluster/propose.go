@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -44,8 +45,36 @@ func retryable(err error) bool {
 func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	return n.route(ctx, func(ctx context.Context) (fsm.Result, error) { return n.ApplyLocal(ctx, cmd) },
 		func(ctx context.Context, addr string) (fsm.Result, error) {
-			return n.member.forward(ctx, addr, modeApply, cmd)
+			res, err := n.member.forward(ctx, addr, modeApply, cmd)
+			if err == nil {
+				res.Receivers += n.ownReceivers(cmd)
+			}
+			return res, err
 		})
+}
+
+// ReceiverCounter is implemented by a Deliverer that can count the
+// subscribers a message would reach on this node.
+type ReceiverCounter interface {
+	Receivers(channel []byte, shard bool) int
+}
+
+// ownReceivers counts, for a PUBLISH or SPUBLISH this follower forwarded,
+// its own subscribers that the message reaches when this node applies it:
+// the leader counted only its own, and a client of this node expects this
+// node's subscribers in the count, as a Redis Cluster node counts its own.
+func (n *Node) ownReceivers(cmd fsm.Command) int {
+	rc, ok := n.cfg.Deliver.(ReceiverCounter)
+	if !ok || len(cmd.Args) != 3 {
+		return 0
+	}
+	switch {
+	case strings.EqualFold(string(cmd.Args[0]), "publish"):
+		return rc.Receivers(cmd.Args[1], false)
+	case strings.EqualFold(string(cmd.Args[0]), "spublish"):
+		return rc.Receivers(cmd.Args[1], true)
+	}
+	return 0
 }
 
 // Read serves a read-only command linearizably: on the leader once a tick

@@ -238,6 +238,24 @@ func (h *Hub) names(k subKind, pattern []byte) []string {
 	return out
 }
 
+// Receivers counts this node's subscribers that a message on channel
+// would reach now: channel and pattern subscribers, or for SPUBLISH
+// (shard) the shard channel's.
+func (h *Hub) Receivers(channel []byte, shard bool) int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if shard {
+		return len(h.subs[subShard][string(channel)])
+	}
+	n := len(h.subs[subChannel][string(channel)])
+	for pat, subs := range h.subs[subPattern] {
+		if glob.Match([]byte(pat), channel) {
+			n += len(subs)
+		}
+	}
+	return n
+}
+
 func (h *Hub) numSub(k subKind, name string) int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
