@@ -206,17 +206,43 @@ func (c *Ctx) mustWrite() {
 
 // flush empties one database (or all with db < 0). Every key in it counts
 // as changed for WATCH.
+//
+// As in Redis 7.0, a flush changes the version of the keys it removes and
+// of no other: a WATCH of a key that did not exist survives it. Each
+// removed key gets a tombstone at the flush's version, in (db, key) order
+// so that every node keeps the same ones. Past maxTombstones keys that
+// would drop tombstones anyway, so every absent key takes the flush's
+// version instead (the floor): that aborts transactions Redis would run,
+// which a client retries, and never runs one Redis would abort.
 func (c *Ctx) flush(db int) {
 	c.mustWrite()
+	c.f.version++
+	removed := 0
+	for i := range c.f.dbs {
+		if db < 0 || i == db {
+			removed += len(c.f.dbs[i].keys)
+		}
+	}
+	if removed > maxTombstones {
+		c.f.tombs.reset(c.f.version)
+	}
 	for i := range c.f.dbs {
 		if db >= 0 && i != db {
 			continue
 		}
+		if removed <= maxTombstones {
+			keys := make([]string, 0, len(c.f.dbs[i].keys))
+			for k := range c.f.dbs[i].keys {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				c.f.tombs.add(i, k, c.f.version)
+			}
+		}
 		c.f.dbs[i] = newKeyspace()
 	}
 	c.db = c.f.dbs[c.dbIndex]
-	c.f.version++
-	c.f.tombs.reset(c.f.version)
 	c.f.expires.dropDB(db)
 }
 
