@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // A leader cut off from the others, whose lease keeps it leader for a long
@@ -67,30 +69,87 @@ func TestReadIndexIsolatedLeaderServesNoStaleRead(t *testing.T) {
 // A follower confirms only the leader it follows, in its current term.
 func TestReadIndexFollowerConfirmsOnlyItsLeader(t *testing.T) {
 	c := startTestCluster(t, 3)
-	li := c.leader(-1)
-	l := c.nodes[li]
-	term := l.raft.CurrentTerm()
+	// An election in the middle of the checks changes the right answers;
+	// the checks count only when the term held all through them.
+	for try := 0; ; try++ {
+		li, term := settledLeader(t, c)
+		errs := followsErrors(c, li, term)
+		if !c.termHeld(term) {
+			if try == 4 {
+				t.Fatal("the term kept moving")
+			}
+			continue
+		}
+		for _, err := range errs {
+			t.Error(err)
+		}
+		return
+	}
+}
+
+func followsErrors(c *testCluster, li int, term uint64) []error {
+	var errs []error
 	for i, n := range c.nodes {
 		if i == li {
 			if n.follows(c.ids[li], term) {
-				t.Error("the leader confirmed itself as a follower")
+				errs = append(errs, fmt.Errorf("the leader confirmed itself as a follower"))
 			}
 			continue
 		}
 		if !n.follows(c.ids[li], term) {
-			t.Errorf("%s did not confirm its leader in term %d", c.ids[i], term)
+			errs = append(errs, fmt.Errorf("%s did not confirm its leader in term %d", c.ids[i], term))
 		}
 		if n.follows(c.ids[li], term-1) || n.follows(c.ids[li], term+1) {
-			t.Errorf("%s confirmed another term", c.ids[i])
+			errs = append(errs, fmt.Errorf("%s confirmed another term", c.ids[i]))
 		}
 		other := c.ids[(li+1)%3]
 		if other == c.ids[i] {
 			other = c.ids[(li+2)%3]
 		}
 		if n.follows(other, term) {
-			t.Errorf("%s confirmed %s, which is not its leader", c.ids[i], other)
+			errs = append(errs, fmt.Errorf("%s confirmed %s, which is not its leader", c.ids[i], other))
 		}
 	}
+	return errs
+}
+
+// termHeld reports whether every node is still in term.
+func (c *testCluster) termHeld(term uint64) bool {
+	for _, n := range c.nodes {
+		if n.raft.CurrentTerm() != term {
+			return false
+		}
+	}
+	return true
+}
+
+// settledLeader waits until every node agrees on one leader in one term:
+// right after an election a follower may not have heard the leader's first
+// heartbeat yet, and under load a new election may still come.
+func settledLeader(t *testing.T, c *testCluster) (int, uint64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		li := c.leader(-1)
+		l := c.nodes[li]
+		term := l.raft.CurrentTerm()
+		settled := l.raft.State() == raft.Leader
+		for i, n := range c.nodes {
+			if i == li {
+				continue
+			}
+			_, leader := n.raft.LeaderWithID()
+			if n.raft.CurrentTerm() != term || string(leader) != c.ids[li] {
+				settled = false
+			}
+		}
+		if settled && l.raft.CurrentTerm() == term {
+			return li, term
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the nodes never agreed on one leader in one term")
+	return 0, 0
 }
 
 // Reads on a leader of three commit nothing, and many concurrent reads
