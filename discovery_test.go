@@ -727,7 +727,9 @@ func TestStartupCommands(t *testing.T) {
 			}
 			for client, steps := range map[string][]step{
 				"go-redis": {
-					{[]string{"HELLO", "3"}, func(_ string, r resp.Reply) bool { return r.IsError() || r.Type == resp.Array }}, // falls back to RESP2 on an error
+					{[]string{"HELLO", "3"}, func(raw string, r resp.Reply) bool {
+						return r.Type == resp.Map && strings.Contains(raw, "proto\r\n:3\r\n")
+					}},
 					{[]string{"CLIENT", "SETINFO", "LIB-NAME", "go-redis(,go1.26.0)"}, anything},
 					{[]string{"CLIENT", "SETINFO", "LIB-VER", "9.23.0"}, anything},
 					{[]string{"PING"}, exactly("+PONG\r\n")},

@@ -46,10 +46,12 @@ type demuxStream struct {
 }
 
 func newDemuxStream(inner raft.StreamLayer, auth transport.PeerAuth, serve, member func(net.Conn)) *demuxStream {
-	d := &demuxStream{StreamLayer: inner, auth: auth, serve: serve, member: member, conns: make(chan net.Conn), closed: make(chan struct{})}
-	go d.acceptLoop()
-	return d
+	return &demuxStream{StreamLayer: inner, auth: auth, serve: serve, member: member, conns: make(chan net.Conn), closed: make(chan struct{})}
 }
+
+// start accepts connections; the node calls it once what serve and member
+// use is in place.
+func (d *demuxStream) start() { go d.acceptLoop() }
 
 func (d *demuxStream) acceptLoop() {
 	for {
@@ -183,5 +185,8 @@ func (n *Node) demux(inner raft.StreamLayer) raft.StreamLayer {
 		}
 		return c, nil
 	}
+	// Only now: a peer's round may arrive at once, and must find the
+	// confirmer (a data race under -race when the loop started first).
+	d.start()
 	return d
 }

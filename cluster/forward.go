@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -127,6 +126,13 @@ func (f *forwarder) get(ctx context.Context, addr string) (*fwdConn, error) {
 			return nil, err
 		}
 	}
+	// RESP3, so that a reply keeps its type (a map, a set, a double) on
+	// its way to a RESP3 client; a node from before RESP3 refuses, and its
+	// replies come as RESP2.
+	if _, err := c.roundTrip(ctx, [][]byte{[]byte("HELLO"), []byte("3")}); err != nil {
+		nc.Close()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -229,52 +235,8 @@ func (f *forwarder) forward(ctx context.Context, addr, mode string, cmd fsm.Comm
 	return fsm.Result{Reply: r.Elems[0], DB: int(r.Elems[1].Int), Receivers: int(r.Elems[2].Int), LogIndex: idx}, nil
 }
 
-// readReply reads one RESP2 value from rd.
+// readReply reads one reply from rd. A leader answers a member in RESP3,
+// so a map, a set or a double reaches the follower's client as its type.
 func readReply(rd *bufio.Reader) (resp.Reply, error) {
-	line, err := rd.ReadSlice('\n')
-	if err != nil {
-		return resp.Reply{}, err
-	}
-	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return resp.Reply{}, errors.New("cluster: bad reply line")
-	}
-	body := string(line[1 : len(line)-2])
-	switch line[0] {
-	case '+':
-		return resp.StatusReply(body), nil
-	case '-':
-		return resp.Err(body), nil
-	case ':':
-		n, err := strconv.ParseInt(body, 10, 64)
-		return resp.IntReply(n), err
-	case '$':
-		n, err := strconv.Atoi(body)
-		if err != nil || n < -1 {
-			return resp.Reply{}, errors.New("cluster: bad bulk length")
-		}
-		if n == -1 {
-			return resp.NilReply, nil
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(rd, buf); err != nil {
-			return resp.Reply{}, err
-		}
-		return resp.BulkReply(buf[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(body)
-		if err != nil || n < -1 {
-			return resp.Reply{}, errors.New("cluster: bad array length")
-		}
-		if n == -1 {
-			return resp.Reply{Type: resp.NilArray}, nil
-		}
-		elems := make([]resp.Reply, n)
-		for i := range elems {
-			if elems[i], err = readReply(rd); err != nil {
-				return resp.Reply{}, err
-			}
-		}
-		return resp.ArrayReply(elems...), nil
-	}
-	return resp.Reply{}, errors.New("cluster: unknown reply type")
+	return resp.ReadReply(rd, 1<<30)
 }

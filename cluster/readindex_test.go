@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -230,5 +233,49 @@ func BenchmarkReadLocal(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// listenerStream is a raft.StreamLayer over a plain TCP listener.
+type listenerStream struct{ net.Listener }
+
+func (l listenerStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout("tcp", string(addr), timeout)
+}
+
+// A confirmation request that waits in the listener's backlog when the
+// node sets up its Raft address is answered, and the node's state is in
+// place before it is read: with the accept loop started before the
+// confirmer was set, -race reported a data race here (and the request
+// could meet a nil confirmer).
+func TestDemuxServesNothingBeforeSetUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := []byte{confirmMagic}
+	req = binary.BigEndian.AppendUint64(req, 7) // round
+	req = binary.BigEndian.AppendUint64(req, 3) // term
+	req = append(req, 2, 'n', '1')
+	if _, err := c.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{cfg: Config{ID: "n2", CommandTimeout: time.Second}, stop: make(chan struct{})}
+	n.member = newForwarder(time.Second)
+	d := n.demux(listenerStream{ln})
+	defer d.Close()
+	var ans [9]byte
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(c, ans[:]); err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	if binary.BigEndian.Uint64(ans[:8]) != 7 || ans[8] != 0 {
+		t.Errorf("answer %v: want round 7, no (this node follows nobody)", ans)
 	}
 }

@@ -234,9 +234,15 @@ func cmdHlen(c *Ctx, args [][]byte) resp.Reply {
 	return resp.IntReply(int64(v.Hash.Len()))
 }
 
-func cmdHgetall(c *Ctx, args [][]byte) resp.Reply { return hashDump(c, args, true, true) }
-func cmdHkeys(c *Ctx, args [][]byte) resp.Reply   { return hashDump(c, args, true, false) }
-func cmdHvals(c *Ctx, args [][]byte) resp.Reply   { return hashDump(c, args, false, true) }
+func cmdHgetall(c *Ctx, args [][]byte) resp.Reply {
+	r := hashDump(c, args, true, true)
+	if r.Type == resp.Array {
+		r.Type = resp.Map
+	}
+	return r
+}
+func cmdHkeys(c *Ctx, args [][]byte) resp.Reply { return hashDump(c, args, true, false) }
+func cmdHvals(c *Ctx, args [][]byte) resp.Reply { return hashDump(c, args, false, true) }
 
 func hashDump(c *Ctx, args [][]byte, fields, values bool) resp.Reply {
 	v, ok := c.lookupKind(args[1], KindHash)
@@ -318,6 +324,9 @@ func cmdHrandfield(c *Ctx, args [][]byte) resp.Reply {
 		if withValues {
 			out = append(out, resp.BulkReply(fields[i].value))
 		}
+	}
+	if withValues {
+		return resp.PairsReply(out...)
 	}
 	return resp.ArrayReply(out...)
 }

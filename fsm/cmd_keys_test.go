@@ -28,6 +28,7 @@ func kvArgs(ss ...string) [][]byte {
 }
 
 func kvRender(r resp.Reply) string {
+	r = r.RESP2()
 	switch r.Type {
 	case resp.Nil:
 		return "nil"

@@ -108,7 +108,7 @@ func cmdSmembers(c *Ctx, args [][]byte) resp.Reply {
 		return resp.Err(msgWrongType)
 	}
 	if v == nil {
-		return resp.EmptyArr
+		return resp.SetReply()
 	}
 	return setMembersReply(v.Set)
 }
@@ -119,7 +119,7 @@ func setMembersReply(s *Set) resp.Reply {
 		out = append(out, resp.BulkString(m))
 		return true
 	})
-	return resp.ArrayReply(out...)
+	return resp.SetReply(out...)
 }
 
 func cmdScard(c *Ctx, args [][]byte) resp.Reply {
@@ -152,12 +152,12 @@ func cmdSpop(c *Ctx, args [][]byte) resp.Reply {
 	}
 	if v == nil {
 		if hasCount {
-			return resp.EmptyArr
+			return resp.SetReply()
 		}
 		return resp.NilReply
 	}
 	if count == 0 {
-		return resp.EmptyArr
+		return resp.SetReply()
 	}
 	var reply resp.Reply
 	if hasCount && count >= int64(v.Set.Len()) {
@@ -180,7 +180,7 @@ func cmdSpop(c *Ctx, args [][]byte) resp.Reply {
 	if !hasCount {
 		return out[0]
 	}
-	return resp.ArrayReply(out...)
+	return resp.SetReply(out...)
 }
 
 func cmdSrandmember(c *Ctx, args [][]byte) resp.Reply {
@@ -212,7 +212,9 @@ func cmdSrandmember(c *Ctx, args [][]byte) resp.Reply {
 		return resp.EmptyArr
 	}
 	if n >= int64(v.Set.Len()) {
-		return setMembersReply(v.Set)
+		r := setMembersReply(v.Set)
+		r.Type = resp.Array // an array, not a set, even in RESP3
+		return r
 	}
 	picks := pickIndexes(newPickRand(c, args[1]), v.Set.Len(), n)
 	out := make([]resp.Reply, len(picks))

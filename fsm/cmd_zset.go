@@ -56,13 +56,14 @@ func storedScore(s float64) float64 {
 	return s
 }
 
-// scoreReply prints a score as Redis's addReplyDouble does. Only a score
-// just computed can be -0 (see storedScore); Redis prints it as "-0".
+// scoreReply is a score as Redis's addReplyDouble sends it: a double in
+// RESP3, its text in a bulk in RESP2. Only a score just computed can be
+// -0 (see storedScore); Redis prints it as "-0".
 func scoreReply(s float64) resp.Reply {
 	if s == 0 && math.Signbit(s) {
-		return resp.BulkString("-0")
+		return resp.DoubleReply([]byte("-0"))
 	}
-	return resp.BulkReply(formatScore(s))
+	return resp.DoubleReply(formatScore(s))
 }
 
 func cmdZadd(c *Ctx, args [][]byte) resp.Reply    { return zaddGeneric(c, args, false) }
@@ -644,6 +645,9 @@ func nodesReply(nodes []*slNode, withScores bool) resp.Reply {
 			out = append(out, scoreReply(x.score))
 		}
 	}
+	if withScores {
+		return resp.PairsReply(out...)
+	}
 	return resp.ArrayReply(out...)
 }
 
@@ -699,8 +703,9 @@ func zremGeneric(c *Ctx, key []byte, pick func(*ZSet) []*slNode) resp.Reply {
 func cmdZpopmin(c *Ctx, args [][]byte) resp.Reply { return zpopGeneric(c, args, false) }
 func cmdZpopmax(c *Ctx, args [][]byte) resp.Reply { return zpopGeneric(c, args, true) }
 
-// zpopGeneric is ZPOPMIN and ZPOPMAX: a flat array of member, score pairs
-// (one pair without a count), empty when the key is missing.
+// zpopGeneric is ZPOPMIN and ZPOPMAX: member, score pairs (RESP3: an array
+// of pairs with a count, one flat pair without), empty when the key is
+// missing.
 func zpopGeneric(c *Ctx, args [][]byte, max bool) resp.Reply {
 	if len(args) > 3 {
 		return resp.Err(msgSyntax)
@@ -733,6 +738,9 @@ func zpopGeneric(c *Ctx, args [][]byte, max bool) resp.Reply {
 	}
 	c.touch(v)
 	c.removeIfEmpty(args[1], v)
+	if len(args) == 3 {
+		return resp.PairsReply(out...)
+	}
 	return resp.ArrayReply(out...)
 }
 
@@ -748,7 +756,7 @@ func cmdZscan(c *Ctx, args [][]byte) resp.Reply {
 			return compact
 		})
 		v.ZSet.Each(func(m string, s float64) bool {
-			score := scoreReply(s)
+			score := resp.BulkReply(scoreReply(s).Str)
 			if compact {
 				score = resp.BulkReply(formatD2String(s))
 			}

@@ -71,6 +71,7 @@ func ctSplit(s string) [][]byte {
 
 // ctFormat renders a reply in the notation of the transcripts.
 func ctFormat(r resp.Reply) string {
+	r = r.RESP2()
 	switch r.Type {
 	case resp.Nil:
 		return "$-1"

@@ -12,6 +12,9 @@ import (
 // runState is the state of the script being run.
 type runState struct {
 	active bool
+	// resp is the protocol redis.setresp chose: how redis.call's replies
+	// reach the script, and what a returned boolean becomes.
+	resp   int
 	sha    string
 	caller Caller
 	used   int64
@@ -41,6 +44,7 @@ func (f *fatalError) reply() resp.Reply { return resp.Err(f.msg) }
 
 func (r *runState) begin(e *Engine, sha string, c Caller, cost int64) {
 	r.active = true
+	r.resp = 2
 	r.sha = sha
 	r.caller = c
 	r.used = cost

@@ -1,6 +1,7 @@
 package luaexec
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/deadbolt/deadbolt/resp"
@@ -24,6 +25,9 @@ func (e *Engine) luaToReply(v lua.LValue, depth int) resp.Reply {
 	case lua.LString:
 		return resp.Reply{Type: resp.Bulk, Str: []byte(x)}
 	case lua.LBool:
+		if e.run.resp >= 3 {
+			return resp.BoolReply(bool(x))
+		}
 		if x {
 			return resp.One
 		}
@@ -39,23 +43,29 @@ func (e *Engine) luaToReply(v lua.LValue, depth int) resp.Reply {
 	return resp.NilReply
 }
 
+// noCRLF replaces the line breaks a one-line reply cannot hold.
+var noCRLF = strings.NewReplacer("\r", " ", "\n", " ")
+
 func (e *Engine) tableToReply(t *lua.LTable, depth int) resp.Reply {
 	if s, ok := t.RawGetString("err").(lua.LString); ok {
 		return resp.Err(sanitizeError(cstr(string(s))))
 	}
 	if s, ok := t.RawGetString("ok").(lua.LString); ok {
-		return resp.StatusReply(strings.NewReplacer("\r", " ", "\n", " ").Replace(cstr(string(s))))
+		return resp.StatusReply(noCRLF.Replace(cstr(string(s))))
 	}
 	if d, ok := t.RawGetString("double").(lua.LNumber); ok {
-		return resp.Reply{Type: resp.Bulk, Str: fmtArg(nil, float64(d))}
+		return resp.DoubleReply(fmtArg(nil, float64(d)))
 	}
 	if s, ok := t.RawGetString("big_number").(lua.LString); ok {
-		return resp.Reply{Type: resp.Bulk, Str: []byte(strings.NewReplacer("\r", " ", "\n", " ").Replace(string(s)))}
+		return resp.Reply{Type: resp.BigNumber, Str: []byte(noCRLF.Replace(string(s)))}
 	}
 	if vt, ok := t.RawGetString("verbatim_string").(*lua.LTable); ok {
-		if _, ok := vt.RawGetString("format").(lua.LString); ok {
+		if f, ok := vt.RawGetString("format").(lua.LString); ok {
 			if s, ok := vt.RawGetString("string").(lua.LString); ok {
-				return resp.Reply{Type: resp.Bulk, Str: []byte(s)}
+				// Redis copies three bytes of the format, whatever its
+				// length: a shorter one brings its terminating NUL.
+				format := []byte(string(f) + "\x00\x00\x00")[:3]
+				return resp.VerbatimReply(string(format), string(s))
 			}
 		}
 	}
@@ -65,7 +75,7 @@ func (e *Engine) tableToReply(t *lua.LTable, depth int) resp.Reply {
 		for _, k := range e.luaOrder(nil, m) {
 			elems = append(elems, e.luaToReply(k, depth+1), e.luaToReply(m.RawGet(k), depth+1))
 		}
-		return resp.Reply{Type: resp.Array, Elems: elems}
+		return resp.MapReply(elems...)
 	}
 	if s, ok := t.RawGetString("set").(*lua.LTable); ok {
 		elems := []resp.Reply{}
@@ -73,7 +83,7 @@ func (e *Engine) tableToReply(t *lua.LTable, depth int) resp.Reply {
 		for _, k := range e.luaOrder(nil, s) {
 			elems = append(elems, e.luaToReply(k, depth+1))
 		}
-		return resp.Reply{Type: resp.Array, Elems: elems}
+		return resp.SetReply(elems...)
 	}
 	var elems []resp.Reply
 	for j := 1; ; j++ {
@@ -92,8 +102,9 @@ func (e *Engine) tableToReply(t *lua.LTable, depth int) resp.Reply {
 	return resp.Reply{Type: resp.Array, Elems: elems}
 }
 
-// replyToLua converts a command's reply for redis.call/pcall. It returns
-// the value and the number of payload bytes, for charging.
+// replyToLua converts a command's reply for redis.call/pcall, as the
+// script's protocol (redis.setresp) shows it. It returns the value and the
+// number of payload bytes, for charging.
 func (e *Engine) replyToLua(L *lua.LState, r resp.Reply) (lua.LValue, int) {
 	switch r.Type {
 	case resp.Int:
@@ -104,6 +115,9 @@ func (e *Engine) replyToLua(L *lua.LState, r resp.Reply) (lua.LValue, int) {
 	case resp.Bulk:
 		return lua.LString(r.Str), len(r.Str)
 	case resp.Nil, resp.NilArray:
+		if e.run.resp >= 3 {
+			return lua.LNil, 0
+		}
 		return lua.LFalse, 0
 	case resp.Status:
 		t := L.CreateTable(0, 1)
@@ -113,17 +127,77 @@ func (e *Engine) replyToLua(L *lua.LState, r resp.Reply) (lua.LValue, int) {
 		t := errorTable(L, "-"+string(r.Str))
 		t.RawSetString("ignore_error_stats_update", lua.LTrue)
 		return t, len(r.Str)
-	case resp.Array:
-		t := L.CreateTable(len(r.Elems), 0)
-		n := 0
-		for i, el := range r.Elems {
-			v, k := e.replyToLua(L, el)
-			n += k + 1
-			t.RawSetInt(i+1, v)
+	case resp.Array, resp.Push:
+		return e.arrayToLua(L, r.Elems)
+	}
+	if e.run.resp < 3 {
+		if r.Type == resp.Pairs || r.Type == resp.Map || r.Type == resp.Set {
+			return e.arrayToLua(L, r.RESP2().Elems)
 		}
+		return e.replyToLua(L, r.RESP2())
+	}
+	switch r.Type {
+	case resp.Pairs:
+		return e.arrayToLua(L, r.Elems)
+	case resp.Map, resp.Set:
+		inner := L.CreateTable(0, len(r.Elems))
+		n := 0
+		for i := 0; i < len(r.Elems); i++ {
+			k, kn := e.replyToLua(L, r.Elems[i])
+			v, vn := lua.LValue(lua.LTrue), 0
+			if r.Type == resp.Map {
+				i++
+				v, vn = e.replyToLua(L, r.Elems[i])
+			}
+			n += kn + vn + 1
+			if k != lua.LNil {
+				inner.RawSet(k, v)
+			}
+		}
+		name := "set"
+		if r.Type == resp.Map {
+			name = "map"
+		}
+		t := L.CreateTable(0, 1)
+		t.RawSetString(name, inner)
 		return t, n
+	case resp.Bool:
+		return lua.LBool(r.Int != 0), 0
+	case resp.Double:
+		f, _ := strconv.ParseFloat(string(r.Str), 64)
+		t := L.CreateTable(0, 1)
+		t.RawSetString("double", lua.LNumber(f))
+		return t, len(r.Str)
+	case resp.BigNumber:
+		t := L.CreateTable(0, 1)
+		t.RawSetString("big_number", lua.LString(r.Str))
+		return t, len(r.Str)
+	case resp.Verbatim:
+		format, text := "", r.Str
+		if len(text) >= 4 {
+			format, text = string(text[:3]), text[4:]
+		}
+		vt := L.CreateTable(0, 2)
+		vt.RawSetString("format", lua.LString(format))
+		vt.RawSetString("string", lua.LString(text))
+		t := L.CreateTable(0, 1)
+		t.RawSetString("verbatim_string", vt)
+		return t, len(r.Str)
 	}
 	return lua.LFalse, 0
+}
+
+func (e *Engine) arrayToLua(L *lua.LState, elems []resp.Reply) (lua.LValue, int) {
+	t := L.CreateTable(len(elems), 0)
+	n := 0
+	for i, el := range elems {
+		v, k := e.replyToLua(L, el)
+		n += k + 1
+		if v != lua.LNil {
+			t.RawSetInt(i+1, v)
+		}
+	}
+	return t, n
 }
 
 // smallInts are the numbers most integer replies hold (EXISTS, HINCRBY,

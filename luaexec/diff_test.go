@@ -68,7 +68,7 @@ func runDiff(t *testing.T, cases []diffCase) {
 				argv[i] = []byte(a)
 			}
 			got := e.Run("", []byte(c.script), keys, argv, forwardCaller{t, rc})
-			if !got.Equal(want) {
+			if !got.RESP2().Equal(want) {
 				t.Errorf("script %q\n got: %q\nwant: %q", c.script, replyString(got), replyString(want))
 			}
 		})
@@ -757,7 +757,7 @@ func TestDiffSyntax(t *testing.T) {
 		if got.Type == 0 { // compiled: Redis replies with the sha
 			got = bulkString(SHA1Hex([]byte(src)))
 		}
-		if !got.Equal(want) {
+		if !got.RESP2().Equal(want) {
 			t.Errorf("script %q\n got: %q\nwant: %q", src, replyString(got), replyString(want))
 		}
 	}

@@ -225,12 +225,10 @@ func (e *Engine) redisSetresp(L *lua.LState) int {
 		raiseTable(L, "redis.setresp() requires one argument.")
 	}
 	f, _ := toNumber(L.Get(1))
-	switch toCInt(f) {
-	case 2:
+	switch v := toCInt(f); v {
+	case 2, 3:
+		e.run.resp = int(v)
 		return 0
-	case 3:
-		// Replies reach scripts as RESP2 only.
-		raiseTable(L, "RESP3 replies are not supported in scripts (use redis.setresp(2))")
 	}
 	raiseTable(L, "RESP version must be 2 or 3.")
 	return 0

@@ -287,7 +287,7 @@ func cmdMemory(c *conn, args [][]byte) {
 		if keys > 0 {
 			perKey = int64(m.used) / int64(keys)
 		}
-		c.reply(resp.ArrayReply(
+		c.reply(resp.MapReply(
 			resp.BulkString("peak.allocated"), resp.IntReply(int64(m.peak)),
 			resp.BulkString("total.allocated"), resp.IntReply(int64(m.used)),
 			resp.BulkString("startup.allocated"), resp.Zero,
@@ -307,9 +307,9 @@ func cmdMemory(c *conn, args [][]byte) {
 			resp.BulkString("fragmentation"), resp.BulkString(strconv.FormatFloat(m.fragRatio(), 'f', 2, 64)),
 		))
 	case "doctor":
-		c.reply(resp.BulkString("Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n"))
+		c.reply(resp.VerbatimReply("txt", "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n"))
 	case "malloc-stats":
-		c.reply(resp.BulkString("Stats not supported for the current allocator\n"))
+		c.reply(resp.VerbatimReply("txt", "Stats not supported for the current allocator\n"))
 	case "purge":
 		c.reply(resp.OK)
 	case "help":
@@ -378,7 +378,7 @@ func cmdLatency(c *conn, args [][]byte) {
 	case "graph":
 		c.reply(resp.Err("ERR No samples available for event '" + truncate(string(args[2]), 128) + "'"))
 	case "doctor":
-		c.reply(resp.BulkString("I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n"))
+		c.reply(resp.VerbatimReply("txt", "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n"))
 	case "help":
 		c.reply(helpReply("LATENCY", []string{
 			"DOCTOR",

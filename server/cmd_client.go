@@ -133,7 +133,7 @@ func cmdClient(c *conn, args [][]byte) {
 	case "setinfo":
 		clientSetInfo(c, args)
 	case "info":
-		c.reply(resp.BulkString(c.srv.clientLine(c, c, args) + "\n"))
+		c.reply(resp.VerbatimReply("txt", c.srv.clientLine(c, c, args)+"\n"))
 	case "list":
 		clientList(c, args)
 	case "kill":
@@ -198,8 +198,8 @@ func cmdClient(c *conn, args [][]byte) {
 	case "getredir":
 		c.reply(resp.IntReply(-1))
 	case "trackinginfo":
-		c.reply(resp.ArrayReply(
-			resp.BulkString("flags"), resp.ArrayReply(resp.BulkString("off")),
+		c.reply(resp.MapReply(
+			resp.BulkString("flags"), resp.SetReply(resp.BulkString("off")),
 			resp.BulkString("redirect"), resp.IntReply(-1),
 			resp.BulkString("prefixes"), resp.EmptyArr,
 		))
@@ -373,7 +373,7 @@ func clientList(c *conn, args [][]byte) {
 		b.WriteString(c.srv.clientLine(o, c, args))
 		b.WriteByte('\n')
 	}
-	c.reply(resp.BulkString(b.String()))
+	c.reply(resp.VerbatimReply("txt", b.String()))
 }
 
 // clientLine is a connection's CLIENT LIST line, in Redis 7.2's format
@@ -382,7 +382,7 @@ func clientList(c *conn, args [][]byte) {
 func (s *Server) clientLine(o, self *conn, args [][]byte) string {
 	now := time.Now()
 	o.mu.Lock()
-	name, lib, ver := o.name, o.adm.libName, o.adm.libVer
+	name, lib, ver, proto := o.name, o.adm.libName, o.adm.libVer, o.proto
 	idle := now.Sub(o.lastUsed)
 	sub, psub, ssub := len(o.subs[subChannel]), len(o.subs[subPattern]), len(o.subs[subShard])
 	omem := len(o.out) + int(o.lc.unsent.Load())
@@ -461,7 +461,7 @@ func (s *Server) clientLine(o, self *conn, args [][]byte) string {
 	w("cmd", v.cmd)
 	w("user", "default")
 	n("redir", -1)
-	n("resp", 2)
+	n("resp", int64(proto))
 	w("lib-name", lib)
 	w("lib-ver", ver)
 	return b.String()

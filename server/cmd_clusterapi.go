@@ -176,14 +176,14 @@ func cmdCluster(c *conn, args [][]byte) {
 	}
 	switch sub {
 	case "info":
-		c.reply(resp.BulkString(t.clusterInfo()))
+		c.reply(resp.VerbatimReply("txt", t.clusterInfo()))
 	case "nodes":
 		var b strings.Builder
 		for i := range t.peers {
 			b.WriteString(t.nodeLine(i))
 			b.WriteByte('\n')
 		}
-		c.reply(resp.BulkString(b.String()))
+		c.reply(resp.VerbatimReply("txt", b.String()))
 	case "slots":
 		c.reply(t.slots())
 	case "shards":
@@ -346,7 +346,7 @@ func (t topology) shards() resp.Reply {
 		if role == "master" && !t.current {
 			health = "failed"
 		}
-		return resp.ArrayReply(
+		return resp.MapReply(
 			resp.BulkString("id"), resp.BulkString(p.id),
 			resp.BulkString("port"), resp.IntReply(int64(port)),
 			resp.BulkString("ip"), resp.BulkString(p.host),
@@ -357,7 +357,7 @@ func (t topology) shards() resp.Reply {
 		)
 	}
 	shard := func(slots resp.Reply, nodes ...resp.Reply) resp.Reply {
-		return resp.ArrayReply(resp.BulkString("slots"), slots, resp.BulkString("nodes"), resp.ArrayReply(nodes...))
+		return resp.MapReply(resp.BulkString("slots"), slots, resp.BulkString("nodes"), resp.ArrayReply(nodes...))
 	}
 	if t.leader < 0 {
 		out := make([]resp.Reply, len(t.peers))

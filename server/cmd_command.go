@@ -405,10 +405,15 @@ func commandInfoReply(name string, arity int, flags []string, first, last, step 
 	for i, s := range specs {
 		ks[i] = s.reply()
 	}
+	// Redis answers no subcommands with an empty set, some with an array.
+	sub := resp.SetReply()
+	if len(subs) > 0 {
+		sub = resp.ArrayReply(subs...)
+	}
 	return resp.ArrayReply(
-		resp.BulkString(name), resp.IntReply(int64(arity)), resp.ArrayReply(fl...),
+		resp.BulkString(name), resp.IntReply(int64(arity)), resp.SetReply(fl...),
 		resp.IntReply(int64(first)), resp.IntReply(int64(last)), resp.IntReply(int64(step)),
-		resp.ArrayReply(ac...), resp.ArrayReply(tp...), resp.ArrayReply(ks...), resp.ArrayReply(subs...),
+		resp.SetReply(ac...), resp.SetReply(tp...), resp.SetReply(ks...), sub,
 	)
 }
 
@@ -421,7 +426,7 @@ func (s keySpec) reply() resp.Reply {
 	for i, f := range s.flags {
 		fl[i] = resp.StatusReply(f)
 	}
-	out = append(out, resp.BulkString("flags"), resp.ArrayReply(fl...))
+	out = append(out, resp.BulkString("flags"), resp.SetReply(fl...))
 
 	var begin resp.Reply
 	switch s.begin {
@@ -445,17 +450,17 @@ func (s keySpec) reply() resp.Reply {
 		find = typedSpec("unknown")
 	}
 	out = append(out, resp.BulkString("begin_search"), begin, resp.BulkString("find_keys"), find)
-	return resp.ArrayReply(out...)
+	return resp.MapReply(out...)
 }
 
 func typedSpec(typ string, spec ...resp.Reply) resp.Reply {
-	return resp.ArrayReply(resp.BulkString("type"), resp.BulkString(typ), resp.BulkString("spec"), resp.ArrayReply(spec...))
+	return resp.MapReply(resp.BulkString("type"), resp.BulkString(typ), resp.BulkString("spec"), resp.MapReply(spec...))
 }
 
 // docsReply is a command's COMMAND DOCS entry (name, then its map).
 func docsEntry(d *cmdDoc, name string) []resp.Reply {
 	if d == nil {
-		return []resp.Reply{resp.BulkString(name), resp.ArrayReply(
+		return []resp.Reply{resp.BulkString(name), resp.MapReply(
 			resp.BulkString("summary"), resp.BulkString(""),
 			resp.BulkString("since"), resp.BulkString(""),
 			resp.BulkString("group"), resp.BulkString("generic"),
@@ -471,9 +476,9 @@ func docsEntry(d *cmdDoc, name string) []resp.Reply {
 		for _, s := range d.subs {
 			subs = append(subs, docsEntry(s, s.name)...)
 		}
-		m = append(m, resp.BulkString("subcommands"), resp.ArrayReply(subs...))
+		m = append(m, resp.BulkString("subcommands"), resp.MapReply(subs...))
 	}
-	return []resp.Reply{resp.BulkString(name), resp.ArrayReply(m...)}
+	return []resp.Reply{resp.BulkString(name), resp.MapReply(m...)}
 }
 
 func cmdCommand(c *conn, args [][]byte) {
@@ -529,7 +534,7 @@ func cmdCommand(c *conn, args [][]byte) {
 				out = append(out, docsEntry(d, d.name)...)
 			}
 		}
-		c.reply(resp.ArrayReply(out...))
+		c.reply(resp.MapReply(out...))
 	case "list":
 		commandList(c, args, all)
 	case "getkeys", "getkeysandflags":
@@ -659,7 +664,7 @@ func commandGetKeys(c *conn, argv [][]byte, withFlags bool) {
 		for j, f := range k.flags {
 			fl[j] = resp.StatusReply(f)
 		}
-		out[i] = resp.ArrayReply(resp.BulkReply(argv[k.pos]), resp.ArrayReply(fl...))
+		out[i] = resp.ArrayReply(resp.BulkReply(argv[k.pos]), resp.SetReply(fl...))
 	}
 	c.reply(resp.ArrayReply(out...))
 }

@@ -266,7 +266,7 @@ func configGetCmd(c *conn, patterns [][]byte) {
 			}
 		}
 	}
-	c.reply(resp.ArrayReply(out...))
+	c.reply(resp.MapReply(out...))
 }
 
 // configSetCmd answers CONFIG SET name value [name value ...]: all or

@@ -34,7 +34,7 @@ func cmdPing(c *conn, args [][]byte) {
 		c.reply(resp.Err(fsm.WrongArity("ping")))
 		return
 	}
-	if c.subscribed() {
+	if c.subscribed() && c.protocol() < 3 {
 		msg := []byte{}
 		if len(args) == 2 {
 			msg = args[1]
@@ -104,20 +104,18 @@ func cmdAuth(c *conn, args [][]byte) {
 }
 
 func cmdHello(c *conn, args [][]byte) {
-	i := 1
+	i, proto := 1, c.protocol()
 	if len(args) >= 2 {
 		ver, err := strconv.ParseInt(string(args[1]), 10, 64)
 		if err != nil {
 			c.reply(resp.Err("ERR Protocol version is not an integer or out of range"))
 			return
 		}
-		// Only RESP2 is spoken; RESP3 gets the answer Redis gives for a
-		// version it does not support, and clients fall back to RESP2.
-		if ver != 2 {
+		if ver != 2 && ver != 3 {
 			c.reply(resp.Err("NOPROTO unsupported protocol version"))
 			return
 		}
-		i = 2
+		i, proto = 2, int(ver)
 	}
 	var name []byte
 	setName := false
@@ -152,10 +150,16 @@ func cmdHello(c *conn, args [][]byte) {
 		c.name = string(name)
 		c.mu.Unlock()
 	}
-	c.reply(resp.ArrayReply(
+	c.mu.Lock()
+	c.proto = proto
+	if c.member && proto == 3 {
+		c.proto = resp.ProtoMember
+	}
+	c.mu.Unlock()
+	c.reply(resp.MapReply(
 		resp.BulkString("server"), resp.BulkString("redis"),
 		resp.BulkString("version"), resp.BulkString(RedisVersion),
-		resp.BulkString("proto"), resp.IntReply(2),
+		resp.BulkString("proto"), resp.IntReply(int64(proto)),
 		resp.BulkString("id"), resp.IntReply(int64(c.id)),
 		resp.BulkString("mode"), resp.BulkString("standalone"),
 		resp.BulkString("role"), resp.BulkString(c.srv.role()),
@@ -208,6 +212,7 @@ func cmdReset(c *conn, _ [][]byte) {
 	c.srv.hub.unsubscribeAll(c)
 	c.mu.Lock()
 	c.name = ""
+	c.proto = 2
 	c.mu.Unlock()
 	c.setAuthed(c.srv.requirePass() == "")
 	c.adm.reset()

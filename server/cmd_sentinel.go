@@ -289,7 +289,7 @@ func sentinelConfig(args [][]byte) resp.Reply {
 				out = append(out, resp.BulkString(params[i]), resp.BulkString(params[i+1]))
 			}
 		}
-		return resp.ArrayReply(out...)
+		return resp.MapReply(out...)
 	}
 	if strings.EqualFold(string(args[2]), "set") && len(args) >= 5 && len(args)%2 == 1 {
 		return resp.Err("ERR SENTINEL CONFIG SET is not supported by deadbolt")
@@ -297,13 +297,14 @@ func sentinelConfig(args [][]byte) resp.Reply {
 	return resp.Err("ERR Only SENTINEL CONFIG GET <option> / SET <option> <value> are supported.")
 }
 
-// fields is a flat field/value array of bulk strings, as Sentinel answers.
+// fields is a map of bulk strings, as Sentinel answers (RESP2: a flat
+// field/value array).
 func fields(kv ...string) resp.Reply {
 	out := make([]resp.Reply, len(kv))
 	for i, s := range kv {
 		out[i] = resp.BulkString(s)
 	}
-	return resp.ArrayReply(out...)
+	return resp.MapReply(out...)
 }
 
 // Values Sentinel reports that have no counterpart in Raft: its defaults.

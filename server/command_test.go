@@ -186,7 +186,7 @@ func TestCommandTableRows(t *testing.T) {
 			t.Errorf("%s has no parent row", row.name)
 		}
 		for _, ks := range parseKeySpecs(row.keys) {
-			if r := ks.reply(); r.Type != resp.Array {
+			if r := ks.reply(); r.Type != resp.Map || len(r.Elems)%2 != 0 {
 				t.Errorf("%s: bad key spec", row.name)
 			}
 		}

@@ -40,6 +40,7 @@ type conn struct {
 	name     string
 	out      []byte // replies and messages not yet written
 	subs     subscriptions
+	proto    int  // 2 or 3: the RESP version HELLO chose
 	kicked   bool // a writer goroutine is flushing pushed messages
 	dead     bool
 	lastUsed time.Time
@@ -65,6 +66,7 @@ func newConn(s *Server, nc net.Conn, id uint64, lp *eventLoop, fd int) *conn {
 		srv:      s,
 		nc:       nc,
 		id:       id,
+		proto:    2,
 		created:  time.Now(),
 		lastUsed: time.Now(),
 		addr:     nc.RemoteAddr().String(),
@@ -196,7 +198,14 @@ func (c *conn) reply(r resp.Reply) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock() // a reply that cannot be encoded panics: see recoverCommand
-	c.out = r.Append(c.out)
+	c.out = r.AppendProto(c.out, c.proto)
+}
+
+// protocol returns the RESP version the connection speaks.
+func (c *conn) protocol() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.proto
 }
 
 // flush writes everything queued.
@@ -222,8 +231,9 @@ func (c *conn) flush() error {
 // sure it gets written without waiting for the client's next command. A
 // subscriber that does not read its messages is disconnected once its
 // backlog passes the pub/sub output limit.
-func (c *conn) push(msg []byte) bool {
+func (c *conn) push(f *frame) bool {
 	c.mu.Lock()
+	msg := f.encoded(c.proto)
 	if c.dead {
 		c.mu.Unlock()
 		return false

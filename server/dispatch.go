@@ -113,7 +113,7 @@ func (c *conn) dispatch(args [][]byte) {
 		c.reject(name, msgNoAuth)
 		return
 	}
-	if c.subscribed() && (!isConn || cs.flags&inSubMode == 0) {
+	if c.subscribed() && c.protocol() < 3 && (!isConn || cs.flags&inSubMode == 0) {
 		c.reject(name, "ERR Can't execute '"+c.lastCmd+"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return
 	}

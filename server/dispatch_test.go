@@ -184,15 +184,30 @@ func TestHello(t *testing.T) {
 		bulk("id"), integer(id), bulk("mode"), bulk("standalone"), bulk("role"), bulk("master"), bulk("modules"), arr())
 	c.must(want, "hello")
 	c.must(want, "hello", "2")
-	c.mustErr("NOPROTO unsupported protocol version", "hello", "3")
 	c.mustErr("NOPROTO unsupported protocol version", "hello", "4")
+	c.mustErr("NOPROTO unsupported protocol version", "hello", "1")
 	c.mustErr("ERR Protocol version is not an integer or out of range", "hello", "x")
 	c.mustErr("ERR Syntax error in HELLO option 'bogus'", "hello", "2", "bogus")
 	c.mustErr("ERR Client names cannot contain spaces, newlines or special characters.", "hello", "2", "setname", "a b")
 	c.must(want, "hello", "2", "setname", "named")
 	c.must(bulk("named"), "client", "getname")
 
-	// go-redis v9 starts with HELLO 3 and falls back to RESP2.
+	// HELLO 3 switches the connection to RESP3, HELLO 2 and RESET back.
+	want3 := strings.Replace(strings.Replace(want, "*14", "%7", 1), ":2", ":3", 1)
+	c.must(want3, "hello", "3")
+	c.must(want3, "hello")
+	c.must("_\r\n", "get", "nosuch")
+	c.must("%0\r\n", "hgetall", "nosuch")
+	if line := c.do("client", "info").String(); !strings.Contains(line, " resp=3 ") {
+		t.Errorf("CLIENT INFO after HELLO 3: %q", line)
+	}
+	c.must(want, "hello", "2")
+	c.must("$-1\r\n", "get", "nosuch")
+	c.must(want3, "hello", "3")
+	c.must("+RESET\r\n", "reset")
+	c.must("$-1\r\n", "get", "nosuch")
+
+	// go-redis v9 starts with HELLO 3, and stays on RESP3.
 	rc := goRedis(t, s.addr)
 	if err := rc.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatalf("go-redis: %v", err)
@@ -205,7 +220,7 @@ func TestHello(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go-redis CLIENT INFO: %v", err)
 	}
-	if !strings.HasPrefix(info.LibName, "go-redis") || info.LibVer == "" || info.ID <= 0 || info.LastCmd != "client|info" {
+	if !strings.HasPrefix(info.LibName, "go-redis") || info.LibVer == "" || info.ID <= 0 || info.LastCmd != "client|info" || info.Resp != 3 {
 		t.Errorf("go-redis CLIENT INFO: %+v", info)
 	}
 }

@@ -159,14 +159,17 @@ func readReply(rd *bufio.Reader, buf *[]byte) error {
 		return fmt.Errorf("bad reply line %q", line)
 	}
 	switch line[0] {
-	case '+', '-', ':':
+	case '+', '-', ':', '_', ',', '#', '(':
 		return nil
-	case '$', '*':
+	case '$', '*', '!', '=', '~', '%', '>':
 		n, err := strconv.Atoi(line[1 : len(line)-2])
 		if err != nil {
 			return fmt.Errorf("bad length in %q", line)
 		}
-		if line[0] == '$' {
+		if line[0] == '%' {
+			n *= 2
+		}
+		if line[0] == '$' || line[0] == '!' || line[0] == '=' {
 			if n < 0 {
 				return nil
 			}

@@ -72,7 +72,7 @@ func cmdInfo(c *conn, args [][]byte) {
 			}
 		}
 	}
-	c.reply(resp.BulkString(c.srv.info(want)))
+	c.reply(resp.VerbatimReply("txt", c.srv.info(want)))
 }
 
 func (s *Server) info(want map[string]bool) string {

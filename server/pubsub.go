@@ -68,6 +68,31 @@ func (s *subscriptions) count(k subKind) int {
 	return len(s[subChannel]) + len(s[subPattern])
 }
 
+// pushReply is a message or a (un)subscription confirmation: an array in
+// RESP2, a push in RESP3.
+func pushReply(elems ...resp.Reply) resp.Reply {
+	return resp.Reply{Type: resp.Push, Elems: elems}
+}
+
+// frame is one message for many subscribers, encoded once for each
+// protocol when first needed. Subscribers of one message are served one
+// at a time (under the hub's lock), so a frame needs no lock of its own.
+type frame struct {
+	r   resp.Reply
+	enc [2][]byte // RESP2, RESP3
+}
+
+func (f *frame) encoded(proto int) []byte {
+	i := 0
+	if proto >= 3 {
+		i = 1
+	}
+	if f.enc[i] == nil {
+		f.enc[i] = f.r.AppendProto(nil, proto)
+	}
+	return f.enc[i]
+}
+
 // Hub delivers published messages to this node's subscribers.
 type Hub struct {
 	mu   sync.RWMutex
@@ -100,7 +125,7 @@ func (h *Hub) subscribe(c *conn, k subKind, names [][]byte) {
 			h.subs[k][name] = append(h.subs[k][name], c)
 		}
 		n := c.subs.count(k)
-		c.out = resp.ArrayReply(resp.BulkString(subNames[k][0]), resp.BulkReply(b), resp.IntReply(int64(n))).Append(c.out)
+		c.out = pushReply(resp.BulkString(subNames[k][0]), resp.BulkReply(b), resp.IntReply(int64(n))).AppendProto(c.out, c.proto)
 		c.mu.Unlock()
 	}
 }
@@ -121,7 +146,7 @@ func (h *Hub) unsubscribe(c *conn, k subKind, names [][]byte, reply bool) {
 		}
 	}
 	if len(list) == 0 && reply {
-		c.out = resp.ArrayReply(resp.BulkString(subNames[k][1]), resp.NilReply, resp.IntReply(int64(c.subs.count(k)))).Append(c.out)
+		c.out = pushReply(resp.BulkString(subNames[k][1]), resp.NilReply, resp.IntReply(int64(c.subs.count(k)))).AppendProto(c.out, c.proto)
 		return
 	}
 	for _, name := range list {
@@ -129,7 +154,7 @@ func (h *Hub) unsubscribe(c *conn, k subKind, names [][]byte, reply bool) {
 			h.drop(k, name, c)
 		}
 		if reply {
-			c.out = resp.ArrayReply(resp.BulkString(subNames[k][1]), resp.BulkString(name), resp.IntReply(int64(c.subs.count(k)))).Append(c.out)
+			c.out = pushReply(resp.BulkString(subNames[k][1]), resp.BulkString(name), resp.IntReply(int64(c.subs.count(k)))).AppendProto(c.out, c.proto)
 		}
 	}
 }
@@ -177,20 +202,16 @@ func (h *Hub) DeliverEach(msgs []fsm.Publish) []int {
 		n := 0
 		if m.Shard {
 			for _, c := range h.subs[subShard][string(m.Channel)] {
-				frame := resp.ArrayReply(resp.BulkString("smessage"), resp.BulkReply(m.Channel), resp.BulkReply(m.Message)).Append(nil)
-				if c.push(frame) {
+				if c.push(&frame{r: pushReply(resp.BulkString("smessage"), resp.BulkReply(m.Channel), resp.BulkReply(m.Message))}) {
 					n++
 				}
 			}
 			counts[i] = n
 			continue
 		}
-		var frame []byte
+		f := frame{r: pushReply(resp.BulkString("message"), resp.BulkReply(m.Channel), resp.BulkReply(m.Message))}
 		for _, c := range h.subs[subChannel][string(m.Channel)] {
-			if frame == nil {
-				frame = resp.ArrayReply(resp.BulkString("message"), resp.BulkReply(m.Channel), resp.BulkReply(m.Message)).Append(nil)
-			}
-			if c.push(frame) {
+			if c.push(&f) {
 				n++
 			}
 		}
@@ -198,9 +219,9 @@ func (h *Hub) DeliverEach(msgs []fsm.Publish) []int {
 			if !glob.Match([]byte(pat), m.Channel) {
 				continue
 			}
-			pframe := resp.ArrayReply(resp.BulkString("pmessage"), resp.BulkString(pat), resp.BulkReply(m.Channel), resp.BulkReply(m.Message)).Append(nil)
+			pf := frame{r: pushReply(resp.BulkString("pmessage"), resp.BulkString(pat), resp.BulkReply(m.Channel), resp.BulkReply(m.Message))}
 			for _, c := range subs {
-				if c.push(pframe) {
+				if c.push(&pf) {
 					n++
 				}
 			}

@@ -13,16 +13,20 @@ import (
 // deadbolt, the same bytes back. Skipped without redis-server (outside CI).
 
 // sameReplies sends each command to both servers on one connection each
-// and compares the raw replies.
+// and compares the raw replies, over RESP2 and then over RESP3.
 func sameReplies(t *testing.T, cmds [][]string) {
 	t.Helper()
-	ref := dial(t, testredis.Start(t))
+	redisAddr := testredis.Start(t)
 	s := newTestServer(t)
-	got := dial(t, s.addr)
-	for _, cmd := range cmds {
-		want := ref.doRaw(cmd...)
-		if have := got.doRaw(cmd...); have != want {
-			t.Errorf("%q:\n deadbolt %q\n    redis %q", cmd, have, want)
+	for _, proto := range []string{"2", "3"} {
+		ref, got := dial(t, redisAddr), dial(t, s.addr)
+		ref.doRaw("hello", proto)
+		got.doRaw("hello", proto)
+		for _, cmd := range cmds {
+			want := ref.doRaw(cmd...)
+			if have := got.doRaw(cmd...); have != want {
+				t.Errorf("RESP%s %q:\n deadbolt %q\n    redis %q", proto, cmd, have, want)
+			}
 		}
 	}
 }
@@ -86,7 +90,7 @@ func TestRedisDiffErrors(t *testing.T) {
 		"multi", "multi", "set k v", "get", "exec", "exec", "discard",
 		"multi", "discard", "watch", "unwatch x",
 		"subscribe", "unsubscribe", "punsubscribe", "sunsubscribe",
-		"subscribe a", "get x", "client id", "ping", "ping x", "unsubscribe a", "quit",
+		"subscribe a", "get x", "client getname", "ping", "ping x", "unsubscribe a", "quit",
 	))
 }
 

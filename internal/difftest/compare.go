@@ -24,7 +24,7 @@ func Equal(want, got Value, o Options) bool {
 
 // normalize applies skip, sorted and sortedpairs to a top-level array.
 func normalize(v Value, o Options) Value {
-	if v.Kind != '*' || v.Null {
+	if !isAggregate(v.Kind) || v.Null {
 		return v
 	}
 	elems := slices.Clone(v.Elems)
@@ -43,6 +43,9 @@ func normalize(v Value, o Options) Value {
 		}
 	}
 	switch {
+	case o.Sorted && v.Kind == '%':
+		v.Elems = elems
+		return normalize(v, Options{SortedPairs: true})
 	case o.Sorted:
 		slices.SortStableFunc(elems, func(a, b Value) int {
 			return bytes.Compare(a.encode(nil), b.encode(nil))
@@ -79,7 +82,7 @@ func within(a, b Value, tol int64) bool {
 		}
 		d := a.Int - b.Int
 		return -tol <= d && d <= tol
-	case '*':
+	case '*', '~', '%', '>':
 		if len(a.Elems) != len(b.Elems) {
 			return false
 		}

@@ -2,6 +2,7 @@ package difftest
 
 import (
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/deadbolt/deadbolt"
@@ -12,8 +13,15 @@ import (
 var transcriptDir = filepath.Join("..", "..", "testdata", "transcripts")
 
 // TestTranscripts runs every transcript against a fresh redis-server and a
-// fresh deadbolt node, and reports every step whose replies differ.
+// fresh deadbolt node, over RESP2 and again over RESP3, and reports every
+// step whose replies differ.
 func TestTranscripts(t *testing.T) {
+	for _, proto := range []int{2, 3} {
+		t.Run("resp"+strconv.Itoa(proto), func(t *testing.T) { runTranscripts(t, proto) })
+	}
+}
+
+func runTranscripts(t *testing.T, proto int) {
 	files, err := filepath.Glob(filepath.Join(transcriptDir, "*.txt"))
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +39,7 @@ func TestTranscripts(t *testing.T) {
 			}
 			redisAddr := testredis.Start(t)
 			node := deadbolt.RunT(t)
-			ms := Run(tr, redisAddr, node.Addr())
+			ms := RunProto(tr, redisAddr, node.Addr(), proto)
 			for _, m := range ms {
 				t.Error(m.String())
 			}

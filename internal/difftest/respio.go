@@ -9,14 +9,14 @@ import (
 	"strconv"
 )
 
-// Value is one RESP2 reply as read off the wire: its kind, its payload and
-// the exact bytes it was read from.
+// Value is one RESP2 or RESP3 reply as read off the wire: its kind, its
+// payload and the exact bytes it was read from.
 type Value struct {
-	Kind  byte    // '+' status, '-' error, ':' integer, '$' bulk, '*' array
-	Null  bool    // $-1 or *-1
-	Str   []byte  // payload of a status, error or bulk
+	Kind  byte    // the type byte: + - : $ * (RESP2), _ , # ( ! = ~ % > (RESP3)
+	Null  bool    // $-1, *-1 or _
+	Str   []byte  // payload of a status, error, bulk, double, boolean, big number, verbatim
 	Int   int64   // value of an integer
-	Elems []Value // elements of an array
+	Elems []Value // elements of an array, set or push; a map's keys and values in turn
 	Raw   []byte  // the bytes on the wire, CRLFs included
 }
 
@@ -39,7 +39,7 @@ func appendCommand(dst []byte, args [][]byte) []byte {
 // believe, so that a garbled reply cannot make it allocate gigabytes.
 const maxReplyLen = 64 << 20
 
-// readValue reads one RESP2 reply.
+// readValue reads one RESP2 or RESP3 reply.
 func readValue(rd *bufio.Reader) (Value, error) {
 	var raw []byte
 	v, err := readInto(rd, &raw)
@@ -68,17 +68,19 @@ func readInto(rd *bufio.Reader, raw *[]byte) (Value, error) {
 	body := line[1 : len(line)-2]
 	v := Value{Kind: line[0]}
 	switch v.Kind {
-	case '+', '-':
+	case '+', '-', ',', '#', '(':
 		v.Str = append([]byte(nil), body...)
+	case '_':
+		v.Null = true
 	case ':':
 		n, err := strconv.ParseInt(string(body), 10, 64)
 		if err != nil {
 			return Value{}, fmt.Errorf("resp: bad integer %q", line)
 		}
 		v.Int = n
-	case '$':
+	case '$', '!', '=':
 		n, err := strconv.ParseInt(string(body), 10, 64)
-		if err != nil || n < -1 || n > maxReplyLen {
+		if err != nil || n < -1 || n > maxReplyLen || (n == -1 && v.Kind != '$') {
 			return Value{}, fmt.Errorf("resp: bad bulk length %q", line)
 		}
 		if n == -1 {
@@ -94,14 +96,17 @@ func readInto(rd *bufio.Reader, raw *[]byte) (Value, error) {
 			return Value{}, errors.New("resp: bulk string not followed by CRLF")
 		}
 		v.Str = buf[:n]
-	case '*':
+	case '*', '~', '%', '>':
 		n, err := strconv.ParseInt(string(body), 10, 64)
-		if err != nil || n < -1 || n > maxReplyLen {
+		if err != nil || n < -1 || n > maxReplyLen || (n == -1 && v.Kind != '*') {
 			return Value{}, fmt.Errorf("resp: bad array length %q", line)
 		}
 		if n == -1 {
 			v.Null = true
 			break
+		}
+		if v.Kind == '%' {
+			n *= 2
 		}
 		v.Elems = make([]Value, n)
 		for i := range v.Elems {
@@ -118,23 +123,29 @@ func readInto(rd *bufio.Reader, raw *[]byte) (Value, error) {
 	return v, nil
 }
 
-// encode returns the RESP2 bytes of v, rebuilt from its fields (Raw is
+// encode returns the RESP bytes of v, rebuilt from its fields (Raw is
 // ignored), so that a value changed by an option can be compared as bytes.
 func (v Value) encode(dst []byte) []byte {
 	dst = append(dst, v.Kind)
 	switch {
+	case v.Null && v.Kind == '_':
+		return append(dst, "\r\n"...)
 	case v.Null:
 		return append(dst, "-1\r\n"...)
-	case v.Kind == '+' || v.Kind == '-':
+	case v.Kind == '+' || v.Kind == '-' || v.Kind == ',' || v.Kind == '#' || v.Kind == '(':
 		dst = append(dst, v.Str...)
 	case v.Kind == ':':
 		dst = strconv.AppendInt(dst, v.Int, 10)
-	case v.Kind == '$':
+	case v.Kind == '$' || v.Kind == '!' || v.Kind == '=':
 		dst = strconv.AppendInt(dst, int64(len(v.Str)), 10)
 		dst = append(dst, "\r\n"...)
 		dst = append(dst, v.Str...)
-	case v.Kind == '*':
-		dst = strconv.AppendInt(dst, int64(len(v.Elems)), 10)
+	case isAggregate(v.Kind):
+		n := len(v.Elems)
+		if v.Kind == '%' {
+			n /= 2
+		}
+		dst = strconv.AppendInt(dst, int64(n), 10)
 		dst = append(dst, "\r\n"...)
 		for _, e := range v.Elems {
 			dst = e.encode(dst)
@@ -142,4 +153,9 @@ func (v Value) encode(dst []byte) []byte {
 		return dst
 	}
 	return append(dst, "\r\n"...)
+}
+
+// isAggregate reports whether a reply of this kind has elements.
+func isAggregate(kind byte) bool {
+	return kind == '*' || kind == '~' || kind == '%' || kind == '>'
 }

@@ -45,7 +45,14 @@ func (m Mismatch) String() string {
 // the server under test, both freshly FLUSHALLed, and returns every step
 // whose replies differ.
 func Run(t *Transcript, refAddr, testAddr string) []Mismatch {
-	r := &runner{t: t, sides: [2]*side{{addr: refAddr}, {addr: testAddr}}}
+	return RunProto(t, refAddr, testAddr, 2)
+}
+
+// RunProto is Run with every connection switched to RESP version proto
+// (HELLO 3) as soon as it is opened, before the transcript's first step on
+// it; HELLO's own reply is not compared (ids and versions differ).
+func RunProto(t *Transcript, refAddr, testAddr string, proto int) []Mismatch {
+	r := &runner{t: t, sides: [2]*side{{addr: refAddr, proto: proto}, {addr: testAddr, proto: proto}}}
 	defer r.close()
 	r.do(Step{Line: 0, Text: "FLUSHALL (set-up)", Kind: Send, Args: [][]byte{[]byte("FLUSHALL")}, Opts: Options{Conn: 1, Tolerance: -1}})
 	for _, s := range t.Steps {
@@ -64,6 +71,7 @@ type runner struct {
 
 type side struct {
 	addr     string
+	proto    int
 	conns    [maxConns + 1]*client
 	failures int // consecutive steps without a reply
 }
@@ -180,8 +188,32 @@ func (sd *side) conn(n int) (*client, error) {
 		return nil, err
 	}
 	c := &client{c: nc, rd: bufio.NewReaderSize(nc, 64<<10)}
+	if sd.proto != 2 {
+		if err := c.hello(sd.proto); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
 	sd.conns[n] = c
 	return c, nil
+}
+
+// hello switches the connection to RESP version proto.
+func (c *client) hello(proto int) error {
+	_ = c.c.SetDeadline(time.Now().Add(replyTimeout))
+	defer c.c.SetDeadline(time.Time{})
+	req := appendCommand(nil, [][]byte{[]byte("HELLO"), []byte(strconv.Itoa(proto))})
+	if _, err := c.c.Write(req); err != nil {
+		return err
+	}
+	v, err := readValue(c.rd)
+	if err != nil {
+		return err
+	}
+	if v.Kind == '-' {
+		return fmt.Errorf("HELLO %d: %s", proto, v.Str)
+	}
+	return nil
 }
 
 func (sd *side) drop(n int) {
