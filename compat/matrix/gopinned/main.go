@@ -10,8 +10,8 @@
 // go-redis v9.0.3 has no Protocol option: it opens every connection with
 // HELLO 3 and gives up on the connection unless HELLO succeeds or the
 // error starts with "ERR unknown command" (or "NOAUTH Authentication"),
-// where newer versions (the root module's v9.23.0) fall back to RESP2 on
-// any error reply.
+// where v9.0.4 and later (the root module has v9.23.0) fall back to RESP2
+// on any error reply.
 //
 //	compat-gopinned SUITE MODE
 //
