@@ -42,6 +42,7 @@ func main() {
 
 type runner struct {
 	bin, goClient, dir, python, node, redisCLI, redisServer string
+	goPinnedClient                                          string // compat/matrix/gopinned, a module of its own
 	logs                                                    string
 	parallel                                                int
 	ci                                                      bool
@@ -59,6 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	r := &runner{stdout: stdout, missing: map[string]string{}}
 	fs.StringVar(&r.bin, "bin", "bin/deadbolt", "the deadbolt binary")
 	fs.StringVar(&r.goClient, "go-client", "bin/compat-go", "the Go clients' binary (go build ./compat/matrix/go)")
+	fs.StringVar(&r.goPinnedClient, "go-pinned-client", "bin/compat-gopinned", "the pinned redislock client's binary (module compat/matrix/gopinned)")
 	fs.StringVar(&r.dir, "dir", "compat/matrix", "the matrix's directory (python/, node/, cli/)")
 	fs.StringVar(&r.python, "python", "/usr/bin/python3", "the Python with Debian's python3-redis")
 	fs.StringVar(&r.node, "node", "node", "the Node.js binary")
@@ -179,6 +181,9 @@ var errCellsFailed = errors.New("cells failed")
 func (r *runner) findDeps(ctx context.Context) {
 	if _, err := os.Stat(r.goClient); err != nil {
 		r.missing["go"] = fmt.Sprintf("%s: %v (go build -o %s ./compat/matrix/go)", r.goClient, err, r.goClient)
+	}
+	if _, err := os.Stat(r.goPinnedClient); err != nil {
+		r.missing["gopinned"] = fmt.Sprintf("%s: %v (cd compat/matrix/gopinned && go build -o ../../../bin/compat-gopinned .)", r.goPinnedClient, err)
 	}
 	if out, err := exec.CommandContext(ctx, r.python, "-c", "import redis; print(redis.__version__)").CombinedOutput(); err != nil {
 		r.missing["python"] = fmt.Sprintf("%s cannot import redis (apt-get install python3-redis): %v %s", r.python, err, strings.TrimSpace(string(out)))

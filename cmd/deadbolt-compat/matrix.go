@@ -44,7 +44,7 @@ func columnByName(name string) column {
 // A row is one client library (or redis-cli), and the columns it runs in.
 type row struct {
 	name  string
-	kind  string // go, python, node, cli
+	kind  string // go, gopinned, python, node, cli
 	suite string
 	cols  []string
 }
@@ -53,6 +53,10 @@ var rows = []row{
 	{"go-redis v9 + Redisson scripts", "go", "rlock", []string{"single", "single+sentinel", "direct", "sentinel", "cluster", "redis-server"}},
 	{"redsync v4", "go", "redsync", []string{"single", "3×single", "direct", "sentinel", "cluster", "redis-server"}},
 	{"bsm/redislock", "go", "redislock", []string{"single", "direct", "sentinel", "cluster", "redis-server"}},
+	// The same suite on the versions redislock v0.9.4 itself requires, built
+	// in a module of its own (compat/matrix/gopinned) so that go.mod cannot
+	// raise go-redis.
+	{"bsm/redislock + go-redis v9.0.3", "gopinned", "redislock", []string{"single", "direct", "sentinel", "cluster", "redis-server"}},
 	{"Redisson family (own Go client)", "go", "family", []string{"single", "3×single", "direct", "sentinel", "cluster", "redis-server"}},
 	{"redis-py Lock (python3-redis)", "python", "", []string{"single", "single+sentinel", "direct", "sentinel", "redis-server"}},
 	{"ioredis + redlock", "node", "redlock", []string{"single", "3×single", "direct", "sentinel", "cluster", "redis-server"}},
@@ -191,6 +195,8 @@ func (r *runner) command(ctx context.Context, c *cell) *exec.Cmd {
 	switch c.row.kind {
 	case "go":
 		cmd = exec.CommandContext(ctx, r.goClient, c.row.suite, c.col.mode)
+	case "gopinned":
+		cmd = exec.CommandContext(ctx, r.goPinnedClient, c.row.suite, c.col.mode)
 	case "python":
 		cmd = exec.CommandContext(ctx, r.python, filepath.Join(r.dir, "python", "locks.py"), c.col.mode)
 	case "node":

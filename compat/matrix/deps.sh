@@ -5,7 +5,8 @@
 #     redis-server (the reference column), nodejs and npm if there is no node;
 #   - the pinned npm packages of compat/matrix/node (npm ci, from
 #     package-lock.json) when node_modules is absent or older than the lock.
-# The Go clients are modules of go.mod: go build fetches them.
+# The Go clients are modules of go.mod (the pinned redislock row: of
+# compat/matrix/gopinned/go.mod): go build fetches them.
 # With CI=true a failed install fails; otherwise it is reported and the
 # matrix skips the clients it could not install.
 set -euo pipefail

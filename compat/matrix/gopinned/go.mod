@@ -1,0 +1,13 @@
+module github.com/deadbolt/deadbolt/compat/matrix/gopinned
+
+go 1.26
+
+require (
+	github.com/bsm/redislock v0.9.4
+	github.com/redis/go-redis/v9 v9.0.3
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.2.0 // indirect
+	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
+)
