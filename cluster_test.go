@@ -456,3 +456,64 @@ func TestClusterTimeStartsAtWallClock(t *testing.T) {
 		t.Fatalf("TTL after EXPIREAT now+1h = %v, %v", ttl, err)
 	}
 }
+
+// A follower answers a RESP2 and a RESP3 client byte for byte as the leader
+// does, although it forwards their commands: maps, sets, doubles and pairs
+// keep their types over the members' connection, and RESP2's two nulls
+// (a nil bulk and an aborted EXEC's nil array) stay apart.
+func TestClusterRESP3ThroughFollower(t *testing.T) {
+	c := RunClusterT(t, 3)
+	setup := dialRaw(t, c.Addr(c.Leader()))
+	for _, cmd := range [][]string{
+		{"HSET", "h", "f1", "v1", "f2", "v2"},
+		{"ZADD", "z", "1.5", "a", "2", "b"},
+		{"SADD", "s", "only"},
+		{"SET", "w", "0"},
+	} {
+		if raw, r := setup.do(cmd...); r.IsError() {
+			t.Fatalf("%q: %s", cmd, raw)
+		}
+	}
+	cmds := [][]string{
+		{"HGETALL", "h"}, {"HGETALL", "nosuch"}, {"ZRANGE", "z", "0", "-1", "WITHSCORES"},
+		{"ZSCORE", "z", "a"}, {"ZPOPMIN", "nosuch", "2"}, {"SMEMBERS", "s"}, {"GET", "nosuch"},
+		{"EVAL", "redis.setresp(3); return {redis.call('zrange', 'z', 0, -1, 'withscores'), true}", "0"},
+		{"ZINCRBY", "z", "0", "b"}, // a write (forwarded) whose reply is a double
+	}
+	answers := func(addr, proto string) []string {
+		a, b := dialRaw(t, addr), dialRaw(t, addr)
+		if _, r := a.do("HELLO", proto); r.IsError() {
+			t.Fatalf("HELLO %s: %v", proto, r)
+		}
+		var out []string
+		for _, cmd := range cmds {
+			raw, _ := a.do(cmd...)
+			out = append(out, raw)
+		}
+		// WATCH broken by another client: EXEC answers a nil array.
+		a.do("WATCH", "w")
+		b.do("INCR", "w")
+		a.do("MULTI")
+		a.do("GET", "w")
+		raw, _ := a.do("EXEC")
+		return append(out, raw)
+	}
+	for _, proto := range []string{"2", "3"} {
+		want := answers(c.Addr(c.Leader()), proto)
+		for _, f := range c.Followers() {
+			got := answers(c.Addr(f), proto)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("RESP%s through a follower, step %d: %q, the leader answers %q", proto, i, got[i], want[i])
+				}
+			}
+		}
+		hgetall, exec := want[0], want[len(want)-1]
+		if proto == "3" && (!strings.HasPrefix(hgetall, "%2\r\n") || exec != "_\r\n") {
+			t.Errorf("RESP3: HGETALL %q, aborted EXEC %q", hgetall, exec)
+		}
+		if proto == "2" && (!strings.HasPrefix(hgetall, "*4\r\n") || exec != "*-1\r\n") {
+			t.Errorf("RESP2: HGETALL %q, aborted EXEC %q", hgetall, exec)
+		}
+	}
+}

@@ -128,8 +128,14 @@ func readReply(rd *bufio.Reader, maxLen, depth int) (Reply, error) {
 		case '%':
 			return Reply{Type: Map, Elems: elems}, nil
 		case '|':
-			// An attribute describes the reply that follows it.
-			return readReply(rd, maxLen, depth+1)
+			// An attribute describes the reply that follows it; the only
+			// one that matters here is a member's mark of pairs.
+			next, err := readReply(rd, maxLen, depth+1)
+			if err == nil && next.Type == Array && count == 2 && elems[0].Type == Status &&
+				string(elems[0].Str) == "deadbolt-pairs" && pairsOK(next.Elems) {
+				next.Type = Pairs
+			}
+			return next, err
 		}
 		return Reply{Type: Array, Elems: elems}, nil
 	}
@@ -144,4 +150,14 @@ func length(body []byte, maxLen int) (int, error) {
 		return 0, errBadLength
 	}
 	return n, nil
+}
+
+// pairsOK reports whether elems can be the elements of a Pairs reply.
+func pairsOK(elems []Reply) bool {
+	for _, e := range elems {
+		if e.Type != Array || len(e.Elems) != 2 {
+			return false
+		}
+	}
+	return true
 }

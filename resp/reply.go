@@ -33,9 +33,15 @@ const (
 )
 
 // ProtoMember is what AppendProto writes for another cluster member: RESP3,
-// except that RESP2's two nulls stay apart ($-1 and *-1), so that a reply
+// except that RESP2's two nulls stay apart ($-1 and *-1) and that pairs
+// carry an attribute that names them (pairsAttr), so that a reply
 // forwarded through a member reaches a client of either protocol intact.
+// ReadReply reads it back.
 const ProtoMember = 4
+
+// pairsAttr is the RESP3 attribute in front of a Pairs reply sent to a
+// member; other RESP3 readers skip attributes.
+const pairsAttr = "|1\r\n+deadbolt-pairs\r\n#t\r\n"
 
 // Reply is one value of the protocol. It is a plain value (no interface,
 // no pointer) so that command handlers can return it without allocating.
@@ -179,6 +185,9 @@ func (r Reply) AppendProto(dst []byte, proto int) []byte {
 		return redcon.AppendBulk(dst, r.Str)
 	case Pairs:
 		if proto >= 3 {
+			if proto == ProtoMember {
+				dst = append(dst, pairsAttr...)
+			}
 			dst = appendHeader(dst, '*', len(r.Elems))
 			for _, e := range r.Elems {
 				dst = e.AppendProto(dst, proto)

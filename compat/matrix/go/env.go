@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -127,6 +128,21 @@ func (e *env) deadNode(t *T) redis.UniversalClient {
 	c := redis.NewClient(&redis.Options{Addr: e.dead, Protocol: 2, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// mustRESP3 fails the suite unless c's connections speak RESP3: go-redis
+// v9 sends HELLO 3 and would carry on over RESP2 if the server refused it,
+// so that working locks alone do not show that RESP3 works. It reads the
+// resp= field of the client's own CLIENT INFO.
+func mustRESP3(t *T, c redis.UniversalClient) {
+	ctx, cancel := context.WithTimeout(t.ctx, 10*time.Second)
+	defer cancel()
+	info, err := c.Do(ctx, "CLIENT", "INFO").Text()
+	t.must(err, "CLIENT INFO")
+	if !slices.Contains(strings.Fields(info), "resp=3") {
+		t.Fatalf("the connection speaks RESP2 after go-redis's HELLO 3: CLIENT INFO %q", info)
+	}
+	t.Logf("protocol: RESP3 (CLIENT INFO resp=3)")
 }
 
 // ping fails the suite unless c answers.

@@ -19,6 +19,7 @@ func redislockCheck(t *T, e *env) {
 	ctx := t.ctx
 	c := e.client(t)
 	ping(t, c)
+	mustRESP3(t, c)
 	locker := redislock.New(c)
 
 	t.Step("obtain, TTL, refresh, contention, release")

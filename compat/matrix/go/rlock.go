@@ -24,6 +24,7 @@ func rlockCheck(t *T, e *env) {
 	ctx := t.ctx
 	c := e.client(t)
 	ping(t, c)
+	mustRESP3(t, c)
 	a := family.NewID()
 	owner := func(thread int) string { return family.Owner(a, thread) }
 

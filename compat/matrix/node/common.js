@@ -197,4 +197,14 @@ function withTimeout(p, ms) {
   ]);
 }
 
-module.exports = { Env, Fail, expect, expectReject, failover, log, sleep, hostPort };
+// expectRESP3 fails the suite unless c's connection speaks RESP3: ioredis 6
+// sends HELLO 3 and falls back to RESP2 when it is refused, so working
+// locks alone do not show that RESP3 works. It reads the resp= field of
+// the client's own CLIENT INFO.
+async function expectRESP3(c) {
+  const info = String(await c.call('CLIENT', 'INFO'));
+  expect(` ${info.trim()} `.includes(' resp=3 '), `the connection speaks RESP2 after ioredis's HELLO 3: CLIENT INFO ${JSON.stringify(info)}`);
+  log('protocol: RESP3 (CLIENT INFO resp=3)');
+}
+
+module.exports = { Env, Fail, expect, expectReject, expectRESP3, failover, log, sleep, hostPort };

@@ -4,7 +4,7 @@
 // algorithm over three independent nodes in redlock3.
 
 const { default: Redlock, ExecutionError, ResourceLockedError } = require('redlock');
-const { expect, expectReject, log, sleep } = require('./common');
+const { expect, expectReject, expectRESP3, log, sleep } = require('./common');
 
 const modes = ['single', 'sentinel', 'direct', 'cluster', 'redlock3'];
 
@@ -14,7 +14,10 @@ function clientsFor(env) {
 
 async function check(env) {
   const clients = clientsFor(env);
-  for (const c of clients) expect((await c.ping()) === 'PONG', 'PING');
+  for (const c of clients) {
+    expect((await c.ping()) === 'PONG', 'PING');
+    await expectRESP3(c);
+  }
   const c = clients[0];
   const redlock = new Redlock(clients, { retryCount: 0 });
   redlock.on('error', () => {}); // lost votes are reported by the calls

@@ -5,7 +5,7 @@
 // over three independent nodes in redlock3.
 
 const { Mutex, Semaphore, RedlockMutex, RedlockSemaphore, TimeoutError } = require('redis-semaphore');
-const { expect, expectReject, log, sleep } = require('./common');
+const { expect, expectReject, expectRESP3, log, sleep } = require('./common');
 
 const modes = ['single', 'sentinel', 'direct', 'cluster', 'redlock3'];
 
@@ -13,6 +13,7 @@ async function check(env) {
   if (env.mode === 'redlock3') return checkRedlock(env);
   const c = env.client();
   expect((await c.ping()) === 'PONG', 'PING');
+  await expectRESP3(c);
 
   log('--- Mutex: acquire, tryAcquire of a held mutex, timeout, release');
   const name = env.key('mutex:1');
