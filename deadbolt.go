@@ -4,6 +4,7 @@
 package deadbolt
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/deadbolt/deadbolt/cluster"
 	"github.com/deadbolt/deadbolt/fsm"
 	"github.com/deadbolt/deadbolt/server"
+	"github.com/deadbolt/deadbolt/tlsconf"
 )
 
 // Config configures a node. The zero value serves 127.0.0.1:6379 from
@@ -41,6 +43,13 @@ type Config struct {
 	// Sentinels on a port of their own.
 	MasterName   string
 	SentinelAddr string
+
+	// Client TLS: TLSAddr, if set, serves TLS clients with TLS's settings
+	// (Redis's tls-port; with an empty Addr, the only listener), and
+	// TLSSentinelAddr serves the Sentinel commands over TLS.
+	TLSAddr         string
+	TLSSentinelAddr string
+	TLS             tlsconf.Options
 
 	// Raft. With neither RaftAddr nor DataDir the node is a single
 	// in-memory node without a log.
@@ -76,9 +85,15 @@ type Node struct {
 	clock *cluster.ManualClock
 	done  chan error
 
-	disc     *server.Discovery
-	sentinel net.Listener // nil without Config.SentinelAddr
-	sentDone chan error
+	disc *server.Discovery
+	// extra are the listeners beside the main one: Sentinel, TLS, TLS
+	// Sentinel, by the Config field that names each.
+	extra map[string]*extraListener
+}
+
+type extraListener struct {
+	ln   net.Listener
+	done chan error
 }
 
 // Start starts a node and returns once it listens.
@@ -88,8 +103,14 @@ func Start(cfg Config) (*Node, error) {
 	if mc, ok := cfg.Clock.(*cluster.ManualClock); ok {
 		n.clock = mc
 	}
+	tlsLoader, err := loadTLS(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	scfg := server.Config{
-		Addr:          cfg.Addr,
+		TLS:           tlsLoader,
+		TLSOnly:       cfg.TLSAddr != "" && cfg.Addr == "",
+		Addr:          cmp.Or(cfg.Addr, cfg.TLSAddr),
 		RequirePass:   cfg.RequirePass,
 		ProtectedMode: cfg.ProtectedMode,
 		MaxClients:    cfg.MaxClients,
@@ -153,37 +174,28 @@ func Start(cfg Config) (*Node, error) {
 		}
 	}
 	n.disc = n.srv.StartDiscovery(server.DiscoveryConfig{MasterName: cfg.MasterName})
-	if cfg.SentinelAddr != "" {
-		ln, err := net.Listen("tcp", cfg.SentinelAddr)
-		if err != nil {
-			n.disc.Close()
-			n.srv.Close()
-			n.stopBackend()
-			return nil, err
-		}
-		n.sentinel, n.sentDone = ln, make(chan error, 1)
-		go func() { n.sentDone <- n.srv.ServeSentinel(ln) }()
+	if err := n.listenExtra(cfg, tlsLoader != nil && cfg.Addr != ""); err != nil {
+		n.stopDiscovery()
+		n.srv.Close()
+		n.stopBackend()
+		return nil, err
 	}
 	go func() { n.done <- n.srv.Serve() }()
 	return n, nil
 }
 
-// stopDiscovery stops the leader watch and the Sentinel listener.
+// stopDiscovery stops the leader watch and the listeners beside the main
+// one.
 func (n *Node) stopDiscovery() {
 	n.disc.Close()
-	if n.sentinel != nil {
-		n.sentinel.Close()
-		<-n.sentDone
+	for _, l := range n.extra {
+		l.ln.Close()
+		<-l.done
 	}
 }
 
 // SentinelAddr is the address of the Sentinel listener, "" without one.
-func (n *Node) SentinelAddr() string {
-	if n.sentinel == nil {
-		return ""
-	}
-	return n.sentinel.Addr().String()
-}
+func (n *Node) SentinelAddr() string { return n.extraAddr("sentinel") }
 
 func (n *Node) stopBackend() error {
 	if n.local != nil {

@@ -133,7 +133,19 @@ var configParams = []configParam{
 	{name: "tcp-backlog", kind: pInt, def: "511", immutable: true},
 	{name: "tcp-keepalive", kind: pInt, def: "300", max: maxInt32},
 	{name: "timeout", kind: pInt, def: "0", max: maxInt32},
+	{name: "tls-auth-clients", kind: pEnum, def: "yes", enum: []string{"no", "yes", "optional"}},
+	{name: "tls-ca-cert-dir", kind: pString},
+	{name: "tls-ca-cert-file", kind: pString},
+	{name: "tls-cert-file", kind: pString},
+	{name: "tls-ciphers", kind: pString},
+	{name: "tls-ciphersuites", kind: pString},
+	{name: "tls-cluster", kind: pBool, def: "no", immutable: true},
+	{name: "tls-key-file", kind: pString},
+	{name: "tls-key-file-pass", kind: pString},
 	{name: "tls-port", kind: pInt, def: "0", immutable: true},
+	{name: "tls-prefer-server-ciphers", kind: pBool, def: "no"},
+	{name: "tls-protocols", kind: pString},
+	{name: "tls-replication", kind: pBool, def: "no", immutable: true},
 	{name: "tracking-table-max-keys", kind: pInt, def: "1000000", max: math.MaxInt64},
 	{name: "unixsocket", kind: pString, immutable: true},
 	{name: "zset-max-listpack-entries", kind: pInt, def: "128", max: math.MaxInt64},
@@ -165,6 +177,9 @@ func (s *Server) configGet(p *configParam) string {
 	v, set := s.adm.params[p.name]
 	s.adm.mu.Unlock()
 	if set {
+		return v
+	}
+	if v, ok := s.tlsConfigGet(p.name); ok {
 		return v
 	}
 	switch p.name {
@@ -311,7 +326,20 @@ func configSetCmd(c *conn, pairs [][]byte) {
 		changes[i].val = v
 	}
 	s := c.srv
+	var tlsNames, tlsVals []string
 	for _, ch := range changes {
+		if isTLSParam(ch.p.name) {
+			tlsNames, tlsVals = append(tlsNames, ch.p.name), append(tlsVals, ch.val)
+		}
+	}
+	if r := s.setTLS(tlsNames, tlsVals); r.IsError() {
+		c.reply(r)
+		return
+	}
+	for _, ch := range changes {
+		if s.cfg.TLS != nil && isTLSParam(ch.p.name) {
+			continue // in the loader's options
+		}
 		s.applyParam(ch.p, ch.val)
 	}
 	c.reply(resp.OK)

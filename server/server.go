@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/deadbolt/deadbolt/fsm"
 	"github.com/deadbolt/deadbolt/resp"
+	"github.com/deadbolt/deadbolt/tlsconf"
 )
 
 // Backend applies keyspace commands: directly on a single node, through
@@ -54,6 +56,10 @@ type Config struct {
 	// commands only members send are refused on client connections
 	// (member.go).
 	MembersOnly bool
+	// TLS is the client TLS configuration (tls.go); nil without TLS.
+	TLS *tlsconf.Loader
+	// TLSOnly: Addr serves TLS (deadbolt --tls-addr without --addr).
+	TLSOnly bool
 }
 
 // InfoProvider supplies INFO fields the server cannot know by itself.
@@ -111,6 +117,7 @@ type Server struct {
 	stats   stats
 	runID   string
 	lastErr error
+	tlsAddr atomic.Value // string: the TLS listener's address (tls-port)
 
 	// loop serves the connections when the backend never waits (see
 	// loop_linux.go); started with the first connection.
@@ -127,6 +134,7 @@ type Server struct {
 type stats struct {
 	connections atomic.Int64 // total accepted
 	rejected    atomic.Int64
+	tlsFailures atomic.Int64 // TLS handshakes that failed
 	commands    atomic.Int64
 }
 
@@ -153,6 +161,10 @@ func (s *Server) Listen() error {
 		return err
 	}
 	s.ln = ln
+	if s.cfg.TLSOnly {
+		s.tlsAddr.Store(ln.Addr().String())
+		s.ln = tls.NewListener(ln, s.cfg.TLS.Config())
+	}
 	return nil
 }
 
@@ -231,7 +243,11 @@ func (s *Server) accept(nc net.Conn) {
 // serve it; s.wg counts it.
 func (s *Server) serveConn(c *conn) {
 	defer s.wg.Done()
-	c.serve()
+	if c.handshake() {
+		c.serve()
+	} else {
+		c.nc.Close()
+	}
 	s.mu.Lock()
 	delete(s.conns, c.id)
 	s.mu.Unlock()

@@ -23,6 +23,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -38,6 +39,7 @@ import (
 	"time"
 
 	"github.com/deadbolt/deadbolt"
+	"github.com/deadbolt/deadbolt/tlsconf"
 )
 
 func main() {
@@ -60,6 +62,7 @@ type config struct {
 	deadboltAddr string
 	redisAddr    string
 	redisServer  string
+	tls          bool // also over TLS (RESP3)
 
 	cluster     bool     // the replicated table instead of the single-node one
 	systems     []string // with cluster: which of deadbolt, redis, etcd
@@ -84,6 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.deadboltAddr, "deadbolt-addr", "", "measure the deadbolt at `host:port` instead of starting one in-process")
 	fs.StringVar(&cfg.redisAddr, "redis-addr", "", "measure the redis-server at `host:port` instead of starting one")
 	fs.StringVar(&cfg.redisServer, "redis-server", "redis-server", "redis-server `binary` to start")
+	fs.BoolVar(&cfg.tls, "tls", false, "also measure both servers over TLS (RESP3, no client certificate), each started with a TLS port of its own (not with -deadbolt-addr or -redis-addr)")
 	fs.BoolVar(&cfg.cluster, "cluster", false, "measure a three-node deadbolt cluster (bin/deadbolt processes, data on disk), a single bin/deadbolt with its data on disk, redis-server with appendfsync always and a three-member etcd cluster instead")
 	systems := fs.String("systems", "deadbolt,deadbolt1,redis,etcd", "with -cluster: comma-separated systems to measure (deadbolt1: a single node with its data on disk)")
 	fs.StringVar(&cfg.deadboltBin, "deadbolt-bin", "bin/deadbolt", "with -cluster: deadbolt `binary` to start")
@@ -122,6 +126,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 // target is one server being measured.
 type target struct {
 	name, addr, about string
+	// proto is the RESP version the clients speak: 2, 3, or 0 for
+	// go-redis's default (HELLO 3).
+	proto int
+	// tls, when set, is the clients' TLS configuration.
+	tls *tls.Config
 	// inProcess is set when the server runs in this process, whose CPU
 	// time then includes the load generator's.
 	inProcess bool
@@ -144,18 +153,50 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCluster(ctx, cfg, stdout, stderr)
 	}
 
+	if cfg.tls && (cfg.deadboltAddr != "" || cfg.redisAddr != "") {
+		return errors.New("-tls starts both servers itself: leave out -deadbolt-addr and -redis-addr")
+	}
+	var certFile, keyFile string
+	var trust *tls.Config
+	if cfg.tls {
+		dir, err := os.MkdirTemp("", "deadbolt-bench-tls-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if certFile, keyFile, trust, err = benchCert(dir); err != nil {
+			return err
+		}
+	}
 	db := target{name: "deadbolt", addr: cfg.deadboltAddr, about: "external"}
+	dbTLS := ""
 	if db.addr == "" {
-		n, err := deadbolt.Start(deadbolt.Config{Addr: "127.0.0.1:0"})
+		dc := deadbolt.Config{Addr: "127.0.0.1:0"}
+		if cfg.tls {
+			dc.TLSAddr = "127.0.0.1:0"
+			dc.TLS = tlsconf.Options{CertFile: certFile, KeyFile: keyFile, AuthClients: "no"}
+		}
+		n, err := deadbolt.Start(dc)
 		if err != nil {
 			return fmt.Errorf("start deadbolt: %w", err)
 		}
 		defer n.Close()
-		db.addr, db.about, db.inProcess = n.Addr(), "in-process, in memory, "+runtime.Version(), true
+		db.addr, db.about, db.inProcess, dbTLS = n.Addr(), "in-process, in memory, "+runtime.Version(), true, n.TLSAddr()
 	}
 	rd := target{name: "redis", addr: cfg.redisAddr, about: "external"}
+	rdTLS := ""
 	if rd.addr == "" {
-		addr, stop, err := startRedis(ctx, cfg.redisServer, redisNoPersistence)
+		args := redisNoPersistence
+		if cfg.tls {
+			port, err := freeLoopbackPort()
+			if err != nil {
+				return err
+			}
+			rdTLS = "127.0.0.1:" + strconv.Itoa(port)
+			args = append(slices.Clone(args), "--tls-port", strconv.Itoa(port), "--tls-cert-file", certFile,
+				"--tls-key-file", keyFile, "--tls-auth-clients", "no")
+		}
+		addr, stop, err := startRedis(ctx, cfg.redisServer, args)
 		if err != nil {
 			return err
 		}
@@ -165,7 +206,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if v, err := redisVersion(ctx, rd.addr); err == nil {
 		rd.about = "redis " + v + ", " + rd.about
 	}
-	targets := []target{db, rd}
+	// Each server over RESP2 (as Redisson and redis-py speak) and over
+	// RESP3 (go-redis v9, ioredis 6, Lettuce).
+	var targets []target
+	for _, t := range []target{db, rd} {
+		for _, proto := range []int{2, 3} {
+			v := t
+			v.proto, v.name = proto, fmt.Sprintf("%s-resp%d", t.name, proto)
+			targets = append(targets, v)
+		}
+	}
+	if cfg.tls {
+		for i, a := range []string{dbTLS, rdTLS} {
+			v := targets[2*i+1] // the same server over RESP3
+			v.name, v.addr, v.tls = strings.TrimSuffix(v.name, "-resp3")+"-tls", a, trust
+			targets = append(targets, v)
+		}
+	}
 
 	fmt.Fprintf(stdout, "op: Redisson lock+unlock pair (EVALSHA lock script, EVALSHA unlock script); each client its own lock name and owner id\n")
 	fmt.Fprintf(stdout, "%v per cell after %v warm-up, %d run(s), servers alternating; GOMAXPROCS=%d, %d CPUs\n",
@@ -231,20 +288,46 @@ func report(w io.Writer, cfg config, results map[int]map[string][]cell) error {
 		fmt.Fprintf(w, "medians of %d runs, each column separately\n", cfg.runs)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "server\tclients\tops/s\tp50\tp99\tcpu/op\t")
+	fmt.Fprintln(tw, "server\tresp\tclients\tops/s\tp50\tp99\tcpu/op\t")
+	variants := []string{"2", "3"}
+	if cfg.tls {
+		variants = append(variants, "tls")
+	}
+	key := func(server, v string) string {
+		if v == "tls" {
+			return server + "-tls"
+		}
+		return server + "-resp" + v
+	}
+	row := func(name, proto string, n int, a, b cell) {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", name, proto, n,
+			ratio(a.opsPerSec, b.opsPerSec), ratio(float64(a.p50), float64(b.p50)),
+			ratio(float64(a.p99), float64(b.p99)), ratio(float64(a.cpuPerOp), float64(b.cpuPerOp)))
+	}
 	for _, n := range cfg.clients {
-		d := median(results[n]["deadbolt"])
-		r := median(results[n]["redis"])
-		fmt.Fprintf(tw, "deadbolt\t%d\t%.0f\t%s\t%s\t%s\t\n", n, d.opsPerSec, us(d.p50), us(d.p99), cpu(d.cpuPerOp))
-		fmt.Fprintf(tw, "redis\t%d\t%.0f\t%s\t%s\t%s\t\n", n, r.opsPerSec, us(r.p50), us(r.p99), cpu(r.cpuPerOp))
-		fmt.Fprintf(tw, "deadbolt/redis\t%d\t%s\t%s\t%s\t%s\t\n", n,
-			ratio(d.opsPerSec, r.opsPerSec), ratio(float64(d.p50), float64(r.p50)),
-			ratio(float64(d.p99), float64(r.p99)), ratio(float64(d.cpuPerOp), float64(r.cpuPerOp)))
+		d, r := map[string]cell{}, map[string]cell{}
+		for _, v := range variants {
+			d[v], r[v] = median(results[n][key("deadbolt", v)]), median(results[n][key("redis", v)])
+			for _, s := range []struct {
+				name string
+				c    cell
+			}{{"deadbolt", d[v]}, {"redis", r[v]}} {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t\n", s.name, v, n, s.c.opsPerSec, us(s.c.p50), us(s.c.p99), cpu(s.c.cpuPerOp))
+			}
+		}
+		for _, v := range variants {
+			row("deadbolt/redis", v, n, d[v], r[v])
+		}
+		row("deadbolt", "3/2", n, d["3"], d["2"])
+		if cfg.tls {
+			row("deadbolt", "tls/3", n, d["tls"], d["3"])
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "cpu/op: the server process's CPU time (INFO cpu) per pair; - for a server in this process")
+	fmt.Fprintln(w, "resp 3/2: deadbolt over RESP3 against deadbolt over RESP2; tls: RESP3 over TLS; tls/3: deadbolt over TLS against deadbolt over plain RESP3")
 	for _, n := range cfg.clients {
 		for server, cells := range results[n] {
 			if f := median(cells).failed; f > 0 {

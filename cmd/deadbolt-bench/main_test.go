@@ -26,11 +26,11 @@ func TestRun(t *testing.T) {
 	}
 	rows := map[string]bool{}
 	for line := range strings.Lines(stdout.String()) {
-		if f := strings.Fields(line); len(f) == 6 {
-			rows[f[0]+" "+f[1]] = true
+		if f := strings.Fields(line); len(f) == 7 {
+			rows[f[0]+" "+f[1]+" "+f[2]] = true
 		}
 	}
-	for _, server := range []string{"deadbolt", "redis", "deadbolt/redis"} {
+	for _, server := range []string{"deadbolt 2", "deadbolt 3", "redis 2", "redis 3", "deadbolt/redis 2", "deadbolt/redis 3", "deadbolt 3/2"} {
 		for _, clients := range []string{"1", "3"} {
 			if !rows[server+" "+clients] {
 				t.Errorf("no row for %s with %s clients:\n%s", server, clients, stdout.String())

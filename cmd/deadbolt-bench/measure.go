@@ -83,7 +83,7 @@ type pairFunc func(ctx context.Context) (acquire time.Duration, err error)
 // doing Redisson lock+unlock pairs on its own lock, for cfg.warmup
 // unmeasured and then cfg.duration.
 func measure(ctx context.Context, t target, clients int, cfg config) (cell, error) {
-	rc := redis.NewClient(&redis.Options{Addr: t.addr, PoolSize: clients, MinIdleConns: clients})
+	rc := redis.NewClient(&redis.Options{Addr: t.addr, PoolSize: clients, MinIdleConns: clients, Protocol: t.proto, TLSConfig: t.tls})
 	defer rc.Close()
 	lockSHA, err := rc.ScriptLoad(ctx, scriptBody(lockFile)).Result()
 	if err != nil {

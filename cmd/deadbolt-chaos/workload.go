@@ -133,7 +133,9 @@ func (c *client) connect() {
 	if c.fails == 0 {
 		c.node = ts[c.id%len(ts)]
 	}
-	c.rdb = redis.NewClient(&redis.Options{Addr: c.node, Protocol: 2, MaxRetries: -1, DisableIdentity: true,
+	// Odd clients speak RESP3, even ones RESP2, so that both protocols'
+	// replies travel through forwarding followers under the faults.
+	c.rdb = redis.NewClient(&redis.Options{Addr: c.node, Protocol: 2 + c.id%2, MaxRetries: -1, DisableIdentity: true,
 		DialTimeout: 300 * time.Millisecond, ReadTimeout: c.w.cfg.opTimeout, WriteTimeout: c.w.cfg.opTimeout,
 		PoolSize: 2, PoolTimeout: time.Second, ContextTimeoutEnabled: true})
 }

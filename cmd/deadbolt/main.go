@@ -20,6 +20,7 @@ import (
 
 	"github.com/deadbolt/deadbolt"
 	"github.com/deadbolt/deadbolt/cluster"
+	"github.com/deadbolt/deadbolt/tlsconf"
 	"github.com/deadbolt/deadbolt/transport"
 )
 
@@ -64,10 +65,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		secretFile  = fs.String("cluster-secret-file", "", "`file` holding the cluster's shared secret (at least 16 bytes; the same on every member): every connection between members proves it before anything on it is read")
 		insecure    = fs.Bool("insecure-cluster", false, "accept Raft connections from whoever can reach --raft-addr, without a cluster secret (needed for a non-loopback --raft-addr without --cluster-secret-file)")
 		showVersion = fs.Bool("version", false, "print the version and exit")
+		tlsAddr     = fs.String("tls-addr", "", "also serve TLS clients on `host:port` (Redis's tls-port); with --addr \"\" only TLS")
+		tlsSentinel = fs.String("tls-sentinel-addr", "", "serve the Sentinel commands over TLS on `host:port`")
+		tlsOpts     tlsconf.Options
+		tlsPrefer   = fs.String("tls-prefer-server-ciphers", "no", "yes or no; accepted for Redis's sake: Go's TLS picks the cipher suite itself")
 		gcPercent   = fs.Int("gc-percent", 400, "Go garbage collector target, as GOGC (which wins when set): heap growth in `percent` between collections; higher trades memory for CPU")
 		clockFile   = fs.String("clock-offset-file", "", "test only: add the offset in ms written in this `file` (re-read every 50 ms) to the node's clock, for fault injection")
 		stallFile   = fs.String("disk-stall-file", "", "test only: while this `file` exists, every sync of the Raft log waits (a stalled disk, for fault injection)")
 	)
+	fs.StringVar(&tlsOpts.CertFile, "tls-cert-file", "", "TLS: the server's certificate chain (PEM `file`)")
+	fs.StringVar(&tlsOpts.KeyFile, "tls-key-file", "", "TLS: the certificate's private key (PEM `file`; PKCS#8, PKCS#1 or SEC1, possibly encrypted)")
+	fs.StringVar(&tlsOpts.KeyFilePass, "tls-key-file-pass", "", "TLS: the `passphrase` of an encrypted --tls-key-file")
+	fs.StringVar(&tlsOpts.CACertFile, "tls-ca-cert-file", "", "TLS: CA certificates that sign client certificates (PEM `file`)")
+	fs.StringVar(&tlsOpts.CACertDir, "tls-ca-cert-dir", "", "TLS: a `directory` of CA certificate files")
+	fs.StringVar(&tlsOpts.AuthClients, "tls-auth-clients", "yes", "TLS: yes (clients must present a certificate the CAs signed), optional (checked if given) or no")
+	fs.StringVar(&tlsOpts.Protocols, "tls-protocols", "", "TLS: `versions` to accept, such as \"TLSv1.2 TLSv1.3\" (the default)")
+	fs.StringVar(&tlsOpts.Ciphers, "tls-ciphers", "", "TLS 1.2 cipher suites, OpenSSL names separated by colons (default: Go's secure set)")
+	fs.StringVar(&tlsOpts.Ciphersuites, "tls-ciphersuites", "", "TLS 1.3 cipher suites, checked (Go always offers its three TLS 1.3 suites)")
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -106,6 +120,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *protected != "yes" && *protected != "no" {
 		return fmt.Errorf("bad --protected-mode %q: want yes or no", *protected)
 	}
+	if *tlsPrefer != "yes" && *tlsPrefer != "no" {
+		return fmt.Errorf("bad --tls-prefer-server-ciphers %q: want yes or no", *tlsPrefer)
+	}
+	tlsOpts.PreferServerCiphers = *tlsPrefer == "yes"
+	if *addr == "" && *tlsAddr == "" {
+		return errors.New("--addr \"\" serves no clients without --tls-addr")
+	}
 	var secret []byte
 	if *secretFile != "" {
 		if secret, err = transport.LoadSecretFile(*secretFile); err != nil {
@@ -142,6 +163,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		DiskStall:         *diskStall,
 		MasterName:        *masterName,
 		SentinelAddr:      *sentinelAt,
+		TLSAddr:           *tlsAddr,
+		TLSSentinelAddr:   *tlsSentinel,
+		TLS:               tlsOpts,
 		ClusterSecret:     secret,
 		InsecureCluster:   *insecure,
 	})
@@ -151,6 +175,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	logger.Info("deadbolt ready", "addr", node.Addr(), "sentinel", node.SentinelAddr(), "version", version, "go", runtime.Version(),
 		"raft", *raftAddr != "" || *dataDir != "", "id", *id, "raft_addr", *raftAddr, "data_dir", *dataDir, "peers", *peers, "join", *join,
 		"members_authenticated", secret != nil)
+	if node.TLSAddr() != "" || node.TLSSentinelAddr() != "" {
+		logger.Info("serving TLS", "tls_addr", node.TLSAddr(), "tls_sentinel", node.TLSSentinelAddr(), "auth_clients", tlsOpts.AuthClients)
+		go reloadOnHangup(ctx, node, logger)
+	}
 	<-ctx.Done()
 	logger.Info("shutting down")
 	// A leader hands over leadership before it stops.
@@ -284,4 +312,24 @@ func printFlag(w io.Writer, f *flag.Flag) {
 		text += " (default " + f.DefValue + ")"
 	}
 	fmt.Fprintln(w, "    \t"+text)
+}
+
+// reloadOnHangup reloads the TLS certificates on every SIGHUP, as after a
+// renewal; a failed reload keeps the ones in force.
+func reloadOnHangup(ctx context.Context, node *deadbolt.Node, logger *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if err := node.ReloadTLS(); err != nil {
+				logger.Error("TLS reload failed; the certificates in force stay", "err", err)
+			} else {
+				logger.Info("TLS certificates reloaded")
+			}
+		}
+	}
 }

@@ -34,6 +34,20 @@ const (
 // missing dependency fails the test.
 func Start(tb testing.TB) string {
 	tb.Helper()
+	addr, _ := startWith(tb, false)
+	return addr
+}
+
+// StartTLS is Start with a TLS port as well, configured by args (such as
+// --tls-cert-file F --tls-key-file F --tls-ca-cert-file F). It returns the
+// plain address and the TLS one.
+func StartTLS(tb testing.TB, args ...string) (addr, tlsAddr string) {
+	tb.Helper()
+	return startWith(tb, true, args...)
+}
+
+func startWith(tb testing.TB, withTLS bool, args ...string) (string, string) {
+	tb.Helper()
 	bin := binary()
 	if bin == "" {
 		msg := "testredis: redis-server not found (looked for " + Binary + " and in $PATH); run make deps"
@@ -44,14 +58,25 @@ func Start(tb testing.TB) string {
 	}
 	var lastErr error
 	for range maxAttempts {
-		addr, err := start(tb, bin)
+		tlsAddr := ""
+		extra := args
+		if withTLS {
+			port, err := freePort()
+			if err != nil {
+				lastErr = err
+				continue
+			}
+			tlsAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+			extra = append([]string{"--tls-port", strconv.Itoa(port)}, args...)
+		}
+		addr, err := start(tb, bin, extra...)
 		if err == nil {
-			return addr
+			return addr, tlsAddr
 		}
 		lastErr = err
 	}
 	tb.Fatalf("testredis: %v", lastErr)
-	return ""
+	return "", ""
 }
 
 func binary() string {
@@ -67,14 +92,14 @@ func binary() string {
 // start makes one attempt. The port is chosen by listening on port 0 and
 // closing the listener, so another process may take it before Redis
 // does; the caller retries then.
-func start(tb testing.TB, bin string) (string, error) {
+func start(tb testing.TB, bin string, extra ...string) (string, error) {
 	port, err := freePort()
 	if err != nil {
 		return "", err
 	}
 	dir := tb.TempDir()
 	out := &syncWriter{buf: new(bytes.Buffer)}
-	cmd := exec.Command(bin,
+	cmd := exec.Command(bin, append([]string{
 		"--bind", "127.0.0.1",
 		"--port", strconv.Itoa(port),
 		"--save", "",
@@ -82,7 +107,7 @@ func start(tb testing.TB, bin string) (string, error) {
 		"--daemonize", "no",
 		"--dir", dir,
 		"--logfile", "",
-	)
+	}, extra...)...)
 	cmd.Dir = dir
 	cmd.Stdout = out
 	cmd.Stderr = cmd.Stdout
