@@ -18,7 +18,7 @@ build: ## build bin/deadbolt
 run: build ## run a single in-memory node on 127.0.0.1:6379
 	./bin/deadbolt --addr 127.0.0.1:6379
 
-deps: ## install what the tests need (redis-server, redis-cli) when missing
+deps: ## install what the tests need (redis-server, redis-cli, openssl) when missing
 	@scripts/deps.sh
 
 test: test-go compat chaos ## everything CI runs: Go tests under -race, the client matrix, a 2-minute chaos run

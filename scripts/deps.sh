@@ -6,6 +6,7 @@ need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v ip >/dev/null 2>&1 || need+=(iproute2) # make chaos: network namespaces
+command -v openssl >/dev/null 2>&1 || need+=(openssl) # TLS tests: certificates
 
 if ((${#need[@]})); then
 	echo "deps: installing ${need[*]} (Debian packages) for the differential and chaos tests"
