@@ -517,3 +517,50 @@ func TestClusterRESP3ThroughFollower(t *testing.T) {
 		}
 	}
 }
+
+// notify-keyspace-events set through one follower is in force on every
+// node, and a key's active expiry, decided by the leader, reaches a
+// subscriber of another follower exactly once.
+func TestClusterKeyspaceNotifications(t *testing.T) {
+	c := RunClusterT(t, 3)
+	ctx := context.Background()
+	f := c.Followers()
+	if err := client(t, c.Addr(f[0])).ConfigSet(ctx, "notify-keyspace-events", "Ex").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.Nodes {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			v, err := client(t, c.Addr(i)).ConfigGet(ctx, "notify-keyspace-events").Result()
+			if err == nil && v["notify-keyspace-events"] == "xE" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: notify-keyspace-events %v %v, want xE", i, v, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	sub := client(t, c.Addr(f[1])).Subscribe(ctx, "__keyevent@0__:expired")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := client(t, c.Addr(c.Leader())).Set(ctx, "lease", "owner", 300*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ch := sub.Channel()
+	select {
+	case m := <-ch:
+		if m.Payload != "lease" {
+			t.Errorf("expired event for %q", m.Payload)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no expired event on the follower")
+	}
+	select {
+	case m := <-ch:
+		t.Errorf("a second event: %v", m)
+	case <-time.After(time.Second):
+	}
+}

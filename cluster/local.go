@@ -138,6 +138,9 @@ func (l *Local) Expire() int {
 			return n
 		}
 		res := l.fsm.Apply(now, fsm.ReapCommand(reapBatch))
+		if len(res.Effects) > 0 && l.deliver != nil {
+			l.deliver.DeliverEach(res.Effects) // "expired" notifications
+		}
 		l.mu.Unlock()
 		n += int(res.Reply.Int)
 		if res.Reply.Int < reapBatch {
@@ -176,4 +179,11 @@ func (l *Local) Snapshot(w interface{ Write([]byte) (int, error) }) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.fsm.Snapshot(w)
+}
+
+// Setting returns a replicated setting's value (CONFIG GET).
+func (l *Local) Setting(name string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fsm.Setting(name)
 }

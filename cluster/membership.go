@@ -444,3 +444,11 @@ func (n *Node) OnLeaderChange(fn func(id, respAddr string)) (stop func()) {
 		})
 	}
 }
+
+// Setting returns a replicated setting's value as this node has applied
+// it (CONFIG GET).
+func (n *Node) Setting(name string) string {
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.state.Setting(name)
+}

@@ -79,6 +79,7 @@ func hsetGeneric(c *Ctx, args [][]byte, name string) resp.Reply {
 		}
 	}
 	saveValue(c, args[1], v, isNew)
+	c.notify(notifyHash, "hset", args[1])
 	if name == "hmset" {
 		return resp.OK
 	}
@@ -95,6 +96,7 @@ func cmdHsetnx(c *Ctx, args [][]byte) resp.Reply {
 	}
 	v.Hash.Set(args[2], args[3])
 	saveValue(c, args[1], v, isNew)
+	c.notify(notifyHash, "hset", args[1])
 	return resp.One
 }
 
@@ -149,6 +151,7 @@ func cmdHdel(c *Ctx, args [][]byte) resp.Reply {
 	}
 	if n > 0 {
 		c.touch(v)
+		c.notify(notifyHash, "hdel", args[1])
 		c.removeIfEmpty(args[1], v)
 	}
 	return resp.IntReply(int64(n))
@@ -190,6 +193,7 @@ func cmdHincrby(c *Ctx, args [][]byte) resp.Reply {
 	var num [20]byte // Set copies it
 	v.Hash.Set(args[2], strconv.AppendInt(num[:0], cur, 10))
 	saveValue(c, args[1], v, isNew)
+	c.notify(notifyHash, "hincrby", args[1])
 	return resp.IntReply(cur)
 }
 
@@ -220,6 +224,7 @@ func cmdHincrbyfloat(c *Ctx, args [][]byte) resp.Reply {
 	s := formatLongDouble(sum)
 	v.Hash.Set(args[2], s)
 	saveValue(c, args[1], v, isNew)
+	c.notify(notifyHash, "hincrbyfloat", args[1])
 	return resp.BulkReply(s)
 }
 

@@ -15,6 +15,7 @@ func init() {
 		Spec{Name: "__tick", Arity: 1, Flags: Write | Internal | NoScript, fn: cmdTick},
 		Spec{Name: "__node", Arity: 3, Flags: Write | Internal | NoScript, fn: cmdNode},
 		Spec{Name: "__forget", Arity: 2, Flags: Write | Internal | NoScript, fn: cmdForget},
+		Spec{Name: "__setconfig", Arity: 3, Flags: Write | Internal | NoScript, fn: cmdSetConfig},
 	)
 }
 

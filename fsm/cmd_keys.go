@@ -92,6 +92,7 @@ func cmdDel(c *Ctx, args [][]byte) resp.Reply {
 	n := int64(0)
 	for _, k := range args[1:] {
 		if c.del(k) {
+			c.notify(notifyGeneric, "del", k)
 			n++
 		}
 	}
@@ -183,10 +184,12 @@ func cmdExpire(c *Ctx, args [][]byte) resp.Reply {
 	}
 	if when <= c.now {
 		c.del(args[1])
+		c.notify(notifyGeneric, "del", args[1])
 		return resp.One
 	}
 	c.setDeadline(args[1], v, when)
 	c.touch(v)
+	c.notify(notifyGeneric, "expire", args[1])
 	return resp.One
 }
 
@@ -221,6 +224,7 @@ func cmdPersist(c *Ctx, args [][]byte) resp.Reply {
 	}
 	c.setDeadline(args[1], v, 0)
 	c.touch(v)
+	c.notify(notifyGeneric, "persist", args[1])
 	return resp.One
 }
 
@@ -468,6 +472,8 @@ func cmdRename(c *Ctx, args [][]byte) resp.Reply {
 	}
 	c.remove(string(src))
 	c.put(dst, v)
+	c.notify(notifyGeneric, "rename_from", src)
+	c.notify(notifyGeneric, "rename_to", dst)
 	if nx {
 		return resp.One
 	}
@@ -514,6 +520,7 @@ func cmdCopy(c *Ctx, args [][]byte) resp.Reply {
 	nv := cloneValue(v)
 	nv.Deadline = v.Deadline
 	c.put(dst, nv)
+	c.notify(notifyGeneric, "copy_to", dst)
 	return resp.One
 }
 
@@ -543,6 +550,10 @@ func cmdMove(c *Ctx, args [][]byte) resp.Reply {
 	c.put(key, v)
 	c.selectDB(saved)
 	c.remove(string(key))
+	c.notify(notifyGeneric, "move_from", key)
+	c.selectDB(db)
+	c.notify(notifyGeneric, "move_to", key)
+	c.selectDB(saved)
 	return resp.One
 }
 

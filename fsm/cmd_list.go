@@ -59,6 +59,7 @@ func pushGeneric(c *Ctx, args [][]byte, front, existing bool) resp.Reply {
 		}
 	}
 	saveValue(c, args[1], v, isNew)
+	c.notify(notifyList, pushEvent(front), args[1])
 	return resp.IntReply(int64(v.List.Len()))
 }
 
@@ -95,6 +96,7 @@ func popGeneric(c *Ctx, args [][]byte, front bool) resp.Reply {
 	if !hasCount {
 		e := listPop(v.List, front)
 		c.touch(v)
+		c.notify(notifyList, popEvent(front), args[1])
 		c.removeIfEmpty(args[1], v)
 		return resp.BulkReply(e)
 	}
@@ -105,9 +107,24 @@ func popGeneric(c *Ctx, args [][]byte, front bool) resp.Reply {
 	}
 	if n > 0 {
 		c.touch(v)
+		c.notify(notifyList, popEvent(front), args[1])
 		c.removeIfEmpty(args[1], v)
 	}
 	return resp.ArrayReply(out...)
+}
+
+func pushEvent(front bool) string {
+	if front {
+		return "lpush"
+	}
+	return "rpush"
+}
+
+func popEvent(front bool) string {
+	if front {
+		return "lpop"
+	}
+	return "rpop"
 }
 
 func listPop(l *List, front bool) []byte {
@@ -245,6 +262,7 @@ func cmdLrem(c *Ctx, args [][]byte) resp.Reply {
 	}
 	l.replace(kept)
 	c.touch(v)
+	c.notify(notifyList, "lrem", args[1])
 	c.removeIfEmpty(args[1], v)
 	return resp.IntReply(removed)
 }
@@ -270,6 +288,7 @@ func cmdLset(c *Ctx, args [][]byte) resp.Reply {
 	}
 	v.List.SetIndex(int(i), args[3])
 	c.touch(v)
+	c.notify(notifyList, "lset", args[1])
 	return resp.OK
 }
 
@@ -298,6 +317,7 @@ func cmdLtrim(c *Ctx, args [][]byte) resp.Reply {
 		}
 	}
 	c.touch(v)
+	c.notify(notifyList, "ltrim", args[1])
 	c.removeIfEmpty(args[1], v)
 	return resp.OK
 }
@@ -333,6 +353,7 @@ func cmdLinsert(c *Ctx, args [][]byte) resp.Reply {
 				l.insert(i, args[4])
 			}
 			c.touch(v)
+			c.notify(notifyList, "linsert", args[1])
 			return resp.IntReply(int64(l.Len()))
 		}
 	}
@@ -473,8 +494,12 @@ func moveGeneric(c *Ctx, srcKey, dstKey []byte, from, to bool) resp.Reply {
 		dst.List.PushBack(e)
 	}
 	saveValue(c, dstKey, dst, isNew)
+	c.notify(notifyList, pushEvent(to), dstKey)
 	if src != dst {
 		c.touch(src)
+	}
+	c.notify(notifyList, popEvent(from), srcKey)
+	if src != dst {
 		c.removeIfEmpty(srcKey, src)
 	}
 	return resp.BulkReply(e)

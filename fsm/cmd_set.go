@@ -50,6 +50,7 @@ func cmdSadd(c *Ctx, args [][]byte) resp.Reply {
 	}
 	if n > 0 {
 		saveValue(c, args[1], v, isNew)
+		c.notify(notifySet, "sadd", args[1])
 	}
 	return resp.IntReply(int64(n))
 }
@@ -70,6 +71,7 @@ func cmdSrem(c *Ctx, args [][]byte) resp.Reply {
 	}
 	if n > 0 {
 		c.touch(v)
+		c.notify(notifySet, "srem", args[1])
 		c.removeIfEmpty(args[1], v)
 	}
 	return resp.IntReply(int64(n))
@@ -163,6 +165,8 @@ func cmdSpop(c *Ctx, args [][]byte) resp.Reply {
 	if hasCount && count >= int64(v.Set.Len()) {
 		reply = setMembersReply(v.Set)
 		c.remove(string(args[1]))
+		c.notify(notifySet, "spop", args[1])
+		c.notify(notifyGeneric, "del", args[1])
 		return reply
 	}
 	picks := pickIndexes(newPickRand(c, args[1]), v.Set.Len(), count)
@@ -176,6 +180,7 @@ func cmdSpop(c *Ctx, args [][]byte) resp.Reply {
 		out[i] = resp.BulkString(m)
 	}
 	c.touch(v)
+	c.notify(notifySet, "spop", args[1])
 	c.removeIfEmpty(args[1], v)
 	if !hasCount {
 		return out[0]

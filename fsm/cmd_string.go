@@ -194,6 +194,10 @@ func (c *Ctx) setGeneric(args [][]byte, flags int, key, val, expire []byte, ok, 
 		nv.Deadline = deadline
 	}
 	c.put(key, nv)
+	c.notify(notifyString, "set", key)
+	if expire != nil {
+		c.notify(notifyGeneric, "expire", key)
+	}
 	if flags&optGet != 0 {
 		return old
 	}
@@ -229,6 +233,7 @@ func cmdGetSet(c *Ctx, args [][]byte) resp.Reply {
 		return old
 	}
 	c.put(args[1], newString(args[2]))
+	c.notify(notifyString, "set", args[1])
 	return old
 }
 
@@ -236,6 +241,7 @@ func cmdGetDel(c *Ctx, args [][]byte) resp.Reply {
 	v, r, _ := c.getString(args[1])
 	if v != nil {
 		c.del(args[1])
+		c.notify(notifyGeneric, "del", args[1])
 	}
 	return r
 }
@@ -259,15 +265,18 @@ func cmdGetEx(c *Ctx, args [][]byte) resp.Reply {
 		}
 		if flags&(optEXAT|optPXAT) != 0 && deadline <= c.now {
 			c.del(args[1])
+			c.notify(notifyGeneric, "del", args[1])
 			return r
 		}
 		c.setDeadline(args[1], v, deadline)
 		c.touch(v)
+		c.notify(notifyGeneric, "expire", args[1])
 		return r
 	}
 	if flags&optPersist != 0 && v.Deadline != 0 {
 		c.setDeadline(args[1], v, 0)
 		c.touch(v)
+		c.notify(notifyGeneric, "persist", args[1])
 	}
 	return r
 }
@@ -302,6 +311,7 @@ func cmdMSet(c *Ctx, args [][]byte) resp.Reply {
 	}
 	for j := 1; j < len(args); j += 2 {
 		c.put(args[j], newString(args[j+1]))
+		c.notify(notifyString, "set", args[j])
 	}
 	if nx {
 		return resp.One
@@ -334,6 +344,7 @@ func (c *Ctx) incrBy(key []byte, incr int64) resp.Reply {
 		v.Str = s
 		c.touch(v)
 	}
+	c.notify(notifyString, "incrby", key)
 	return resp.IntReply(n)
 }
 
@@ -392,6 +403,7 @@ func cmdIncrByFloat(c *Ctx, args [][]byte) resp.Reply {
 		v.Str = s
 		c.touch(v)
 	}
+	c.notify(notifyString, "incrbyfloat", args[1])
 	return strReply(s)
 }
 
@@ -403,6 +415,7 @@ func cmdAppend(c *Ctx, args [][]byte) resp.Reply {
 	}
 	if v == nil {
 		c.put(args[1], newString(args[2]))
+		c.notify(notifyString, "append", args[1])
 		return resp.IntReply(int64(len(args[2])))
 	}
 	if int64(len(v.Str))+int64(len(args[2])) > maxStringLen {
@@ -410,6 +423,7 @@ func cmdAppend(c *Ctx, args [][]byte) resp.Reply {
 	}
 	v.Str = append(v.Str, args[2]...) // writes only past what replies hold
 	c.touch(v)
+	c.notify(notifyString, "append", args[1])
 	return resp.IntReply(int64(len(v.Str)))
 }
 
@@ -501,5 +515,6 @@ func cmdSetRange(c *Ctx, args [][]byte) resp.Reply {
 		v.Str = buf
 		c.touch(v)
 	}
+	c.notify(notifyString, "setrange", args[1])
 	return resp.IntReply(int64(len(buf)))
 }

@@ -165,6 +165,11 @@ options:
 	}
 	if added+updated > 0 {
 		saveValue(c, args[1], v, isNew)
+		if incr {
+			c.notify(notifyZSet, "zincr", args[1])
+		} else {
+			c.notify(notifyZSet, "zadd", args[1])
+		}
 	}
 	if incr {
 		if processed == 0 {
@@ -194,6 +199,7 @@ func cmdZrem(c *Ctx, args [][]byte) resp.Reply {
 	}
 	if n > 0 {
 		c.touch(v)
+		c.notify(notifyZSet, "zrem", args[1])
 		c.removeIfEmpty(args[1], v)
 	}
 	return resp.IntReply(int64(n))
@@ -656,7 +662,7 @@ func cmdZremrangebyrank(c *Ctx, args [][]byte) resp.Reply {
 	if !ok {
 		return resp.Err(msgNotInt)
 	}
-	return zremGeneric(c, args[1], func(z *ZSet) []*slNode { return zrangeByRank(z, start, stop, false) })
+	return zremGeneric(c, args[1], "zremrangebyrank", func(z *ZSet) []*slNode { return zrangeByRank(z, start, stop, false) })
 }
 
 func cmdZremrangebyscore(c *Ctx, args [][]byte) resp.Reply {
@@ -664,7 +670,7 @@ func cmdZremrangebyscore(c *Ctx, args [][]byte) resp.Reply {
 	if !ok {
 		return resp.Err(msgMinMaxFloat)
 	}
-	return zremGeneric(c, args[1], func(z *ZSet) []*slNode { return zrangeIn(z, &byScore{r}, 0, -1, false) })
+	return zremGeneric(c, args[1], "zremrangebyscore", func(z *ZSet) []*slNode { return zrangeIn(z, &byScore{r}, 0, -1, false) })
 }
 
 func cmdZremrangebylex(c *Ctx, args [][]byte) resp.Reply {
@@ -672,12 +678,12 @@ func cmdZremrangebylex(c *Ctx, args [][]byte) resp.Reply {
 	if !ok {
 		return resp.Err(msgLexRange)
 	}
-	return zremGeneric(c, args[1], func(z *ZSet) []*slNode { return zrangeIn(z, &byLex{r}, 0, -1, false) })
+	return zremGeneric(c, args[1], "zremrangebylex", func(z *ZSet) []*slNode { return zrangeIn(z, &byLex{r}, 0, -1, false) })
 }
 
 // zremGeneric removes the nodes that pick selects and replies with their
-// number.
-func zremGeneric(c *Ctx, key []byte, pick func(*ZSet) []*slNode) resp.Reply {
+// number; event names the command for keyspace notifications.
+func zremGeneric(c *Ctx, key []byte, event string, pick func(*ZSet) []*slNode) resp.Reply {
 	v, ok := c.lookupKind(key, KindZSet)
 	if !ok {
 		return resp.Err(msgWrongType)
@@ -695,6 +701,7 @@ func zremGeneric(c *Ctx, key []byte, pick func(*ZSet) []*slNode) resp.Reply {
 	}
 	if len(members) > 0 {
 		c.touch(v)
+		c.notify(notifyZSet, event, key)
 		c.removeIfEmpty(key, v)
 	}
 	return resp.IntReply(int64(len(members)))
@@ -737,6 +744,13 @@ func zpopGeneric(c *Ctx, args [][]byte, max bool) resp.Reply {
 		z.Remove([]byte(x.member))
 	}
 	c.touch(v)
+	if n > 0 {
+		if max {
+			c.notify(notifyZSet, "zpopmax", args[1])
+		} else {
+			c.notify(notifyZSet, "zpopmin", args[1])
+		}
+	}
 	c.removeIfEmpty(args[1], v)
 	if len(args) == 3 {
 		return resp.PairsReply(out...)

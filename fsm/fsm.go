@@ -106,6 +106,8 @@ type FSM struct {
 	opt      Options
 	expires  expiryIndex       // keys with a deadline, ordered for reaping
 	nodes    map[string]string // cluster members' client addresses by id
+	settings map[string]string // replicated CONFIG parameters (notify.go)
+	notify   int               // notify-keyspace-events' classes
 	applyCtx Ctx               // reused by Apply (one at a time), so it allocates none
 }
 
@@ -122,7 +124,7 @@ func New(opt Options) *FSM {
 }
 
 func newState(opt Options) *FSM {
-	f := &FSM{scripts: make(map[string]storedScript), nodes: make(map[string]string), opt: opt}
+	f := &FSM{scripts: make(map[string]storedScript), nodes: make(map[string]string), settings: make(map[string]string), opt: opt}
 	for i := range f.dbs {
 		f.dbs[i] = newKeyspace()
 	}
@@ -222,7 +224,12 @@ func (c *Ctx) Now() int64 { return c.now }
 
 // publish records a message to deliver after the command is applied.
 func (c *Ctx) publish(channel, msg []byte, shard bool) {
-	tx := c.txIndex
+	c.publishTx(channel, msg, shard, c.txIndex)
+}
+
+// publishTx records a message whose receivers count toward the reply of
+// the transaction's tx-th command (0: none; a keyspace notification).
+func (c *Ctx) publishTx(channel, msg []byte, shard bool, tx int) {
 	if c.script.active {
 		tx = 0
 	}

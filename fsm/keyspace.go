@@ -92,6 +92,7 @@ func (c *Ctx) lookup(key []byte) *Value {
 	if v.expired(c.now) {
 		if !c.readOnly {
 			c.remove(v.keyString(key))
+			c.notify(notifyExpired, "expired", key)
 		}
 		return nil
 	}
@@ -117,12 +118,14 @@ func (c *Ctx) put(key []byte, v *Value) {
 	c.f.version++
 	v.Version = c.f.version
 	v.name = k
-	if x := c.db.scan; x != nil {
-		if _, ok := c.db.keys[k]; !ok && !x.noteAdded(k) {
-			c.db.scan = nil
-		}
+	_, existed := c.db.keys[k]
+	if x := c.db.scan; x != nil && !existed && !x.noteAdded(k) {
+		c.db.scan = nil
 	}
 	c.db.keys[k] = v
+	if !existed {
+		c.notify(notifyNew, "new", key)
+	}
 	if v.Deadline != 0 {
 		c.f.expires.add(c.dbIndex, k, v.Deadline)
 		c.f.expires.compact(&c.f.dbs)
@@ -176,6 +179,7 @@ func (c *Ctx) remove(k string) {
 func (c *Ctx) removeIfEmpty(key []byte, v *Value) {
 	if v.len() == 0 {
 		c.remove(v.keyString(key))
+		c.notify(notifyGeneric, "del", key)
 	}
 }
 
@@ -353,6 +357,7 @@ func (c *Ctx) reap(limit int) int {
 		saved := c.dbIndex
 		c.selectDB(e.db)
 		c.remove(e.key)
+		c.notify(notifyExpired, "expired", []byte(e.key))
 		c.selectDB(saved)
 		n++
 	}

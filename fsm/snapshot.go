@@ -10,7 +10,8 @@ import (
 	"sort"
 )
 
-// Snapshot format, version 1. Everything is written in a fixed order
+// Snapshot format, version 2 (1 without replicated settings, so that a
+// node from before them can still install it). Everything is written in a fixed order
 // (sorted keys, sorted script hashes, tombstones oldest first) so that two
 // state machines that applied the same log write identical bytes.
 //
@@ -20,6 +21,7 @@ import (
 //	scripts: count, then (sha, body) by sha
 //	cluster members: count, then (id, client address) by id
 //	script engine state (math.random generator, cjson settings), bytes
+//	version 2 only: replicated settings: count, then (name, value) by name
 //	per non-empty db: db+1 (uvarint), key count, then keys in byte order:
 //	  key, kind byte, deadline (varint), version (uvarint), payload
 //	0 (end)
@@ -27,7 +29,7 @@ import (
 // Strings are uvarint-length-prefixed. Unknown versions are refused.
 const (
 	snapshotMagic   = "DBOLTSNP"
-	snapshotVersion = 1
+	snapshotVersion = 2
 	maxSnapString   = 1 << 31
 )
 
@@ -141,7 +143,11 @@ func (d *decoder) float() float64 {
 func (f *FSM) Snapshot(w io.Writer) error {
 	e := &encoder{w: bufio.NewWriterSize(w, 64<<10)}
 	e.w.WriteString(snapshotMagic)
-	e.w.WriteByte(snapshotVersion)
+	version := byte(snapshotVersion)
+	if len(f.settings) == 0 {
+		version = 1
+	}
+	e.w.WriteByte(version)
 	e.varint(f.now)
 	e.uvarint(f.version)
 
@@ -180,6 +186,19 @@ func (f *FSM) Snapshot(w io.Writer) error {
 		engine = f.lua.State()
 	}
 	e.bytes(engine)
+
+	if version >= 2 {
+		names := make([]string, 0, len(f.settings))
+		for name := range f.settings {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		e.uvarint(uint64(len(names)))
+		for _, name := range names {
+			e.str(name)
+			e.str(f.settings[name])
+		}
+	}
 
 	for i, ks := range f.dbs {
 		if len(ks.keys) == 0 {
@@ -255,8 +274,9 @@ func (f *FSM) Restore(r io.Reader) error {
 	if _, err := io.ReadFull(d.r, head[:]); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
 		return fmt.Errorf("%w: bad header", ErrSnapshotFormat)
 	}
-	if head[len(snapshotMagic)] != snapshotVersion {
-		return fmt.Errorf("%w: unsupported version %d", ErrSnapshotFormat, head[len(snapshotMagic)])
+	version := head[len(snapshotMagic)]
+	if version < 1 || version > snapshotVersion {
+		return fmt.Errorf("%w: unsupported version %d", ErrSnapshotFormat, version)
 	}
 	n := newState(f.opt)
 	n.now = d.varint()
@@ -285,6 +305,16 @@ func (f *FSM) Restore(r io.Reader) error {
 	}
 
 	engine := d.bytes()
+
+	if version >= 2 {
+		for i, c := 0, d.count(); i < c && d.err == nil; i++ {
+			name, value := string(d.bytes()), string(d.bytes())
+			set, ok := replicatedSettings[name]
+			if d.err == nil && (!ok || !set(n, value)) {
+				d.fail(fmt.Errorf("%w: setting %q = %q", ErrSnapshotFormat, name, value))
+			}
+		}
+	}
 
 	for d.err == nil {
 		db := d.uvarint()

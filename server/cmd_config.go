@@ -1,12 +1,14 @@
 package server
 
 import (
+	"context"
 	"math"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/deadbolt/deadbolt/fsm"
 	"github.com/deadbolt/deadbolt/resp"
 )
 
@@ -182,6 +184,9 @@ func (s *Server) configGet(p *configParam) string {
 	if v, ok := s.tlsConfigGet(p.name); ok {
 		return v
 	}
+	if sr, ok := s.backend.(SettingsReader); ok && fsm.IsReplicatedSetting(p.name) {
+		return sr.Setting(p.name)
+	}
 	switch p.name {
 	case "port", "bind":
 		host, port := "", "0"
@@ -326,6 +331,14 @@ func configSetCmd(c *conn, pairs [][]byte) {
 		changes[i].val = v
 	}
 	s := c.srv
+	for _, ch := range changes {
+		if fsm.IsReplicatedSetting(ch.p.name) {
+			if r := s.setReplicated(ch.p.name, ch.val); r.IsError() {
+				c.reply(r)
+				return
+			}
+		}
+	}
 	var tlsNames, tlsVals []string
 	for _, ch := range changes {
 		if isTLSParam(ch.p.name) {
@@ -337,12 +350,34 @@ func configSetCmd(c *conn, pairs [][]byte) {
 		return
 	}
 	for _, ch := range changes {
-		if s.cfg.TLS != nil && isTLSParam(ch.p.name) {
-			continue // in the loader's options
+		if s.cfg.TLS != nil && isTLSParam(ch.p.name) || fsm.IsReplicatedSetting(ch.p.name) {
+			continue // in the loader's options, or in the state machine
 		}
 		s.applyParam(ch.p, ch.val)
 	}
 	c.reply(resp.OK)
+}
+
+// SettingsReader is implemented by backends that keep replicated CONFIG
+// parameters (notify-keyspace-events): every node has the value of the
+// log entries it applied.
+type SettingsReader interface {
+	Setting(name string) string
+}
+
+// setReplicated sets a replicated parameter through the backend (the
+// log), so that every node applies it at the same point.
+func (s *Server) setReplicated(name, value string) resp.Reply {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommandTimeout)
+	defer cancel()
+	res, err := s.backend.Apply(ctx, fsm.SetConfigCommand(name, value))
+	if err != nil {
+		return resp.Err(errorText(err))
+	}
+	if res.Reply.IsError() {
+		return res.Reply
+	}
+	return resp.Reply{}
 }
 
 func configSetErr(arg, msg string) resp.Reply {
@@ -406,15 +441,10 @@ func normalizeParam(p *configParam, v string) (string, string) {
 		}
 		return v, ""
 	case pNotify:
-		for _, ch := range v {
-			if !strings.ContainsRune("Ag$lshzxeKEtmdn", ch) {
-				return "", "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
-			}
+		if _, ok := fsm.ParseNotifyFlags(v); !ok {
+			return "", "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
 		}
-		if v != "" {
-			return "", "keyspace notifications are not supported by deadbolt"
-		}
-		return "", ""
+		return v, "" // as given: CONFIG GET prints it without n after A, but n stays on
 	}
 	return v, ""
 }
