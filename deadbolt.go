@@ -51,6 +51,10 @@ type Config struct {
 	TLSSentinelAddr string
 	TLS             tlsconf.Options
 
+	// NotifyKeyspaceEvents, if set, is proposed at start as CONFIG SET
+	// notify-keyspace-events would (replicated: it reaches every node).
+	NotifyKeyspaceEvents string
+
 	// Raft. With neither RaftAddr nor DataDir the node is a single
 	// in-memory node without a log.
 	ID                string         // node name; defaults to the RESP address
@@ -181,6 +185,12 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	go func() { n.done <- n.srv.Serve() }()
+	if cfg.NotifyKeyspaceEvents != "" {
+		if err := n.setNotify(cfg); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
 	return n, nil
 }
 

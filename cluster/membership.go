@@ -452,3 +452,6 @@ func (n *Node) Setting(name string) string {
 	defer n.fsm.mu.Unlock()
 	return n.state.Setting(name)
 }
+
+// Stopped is closed when the node stops.
+func (n *Node) Stopped() <-chan struct{} { return n.stop }

@@ -68,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		tlsAddr     = fs.String("tls-addr", "", "also serve TLS clients on `host:port` (Redis's tls-port); with --addr \"\" only TLS")
 		tlsSentinel = fs.String("tls-sentinel-addr", "", "serve the Sentinel commands over TLS on `host:port`")
 		tlsOpts     tlsconf.Options
+		notifyKS    = fs.String("notify-keyspace-events", "", "keyspace notifications' `classes` (Redis's letters, such as KEA or Ex); replicated to every node, like CONFIG SET")
 		tlsPrefer   = fs.String("tls-prefer-server-ciphers", "no", "yes or no; accepted for Redis's sake: Go's TLS picks the cipher suite itself")
 		gcPercent   = fs.Int("gc-percent", 400, "Go garbage collector target, as GOGC (which wins when set): heap growth in `percent` between collections; higher trades memory for CPU")
 		clockFile   = fs.String("clock-offset-file", "", "test only: add the offset in ms written in this `file` (re-read every 50 ms) to the node's clock, for fault injection")
@@ -142,32 +143,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		beforeSync = stallWhileExists(ctx, *stallFile, logger)
 	}
 	node, err := deadbolt.Start(deadbolt.Config{
-		Clock:             clock,
-		BeforeSync:        beforeSync,
-		Addr:              *addr,
-		RequirePass:       *requirepass,
-		ProtectedMode:     *protected == "yes",
-		MaxClients:        *maxClients,
-		MaxBulkLen:        *maxBulk,
-		Logger:            logger,
-		Version:           version,
-		ID:                *id,
-		RaftAddr:          *raftAddr,
-		DataDir:           *dataDir,
-		Peers:             peerList,
-		Join:              *join,
-		SnapshotThreshold: *snapEvery,
-		HeartbeatTimeout:  *heartbeat,
-		ElectionTimeout:   *election,
-		LeaderLease:       *lease,
-		DiskStall:         *diskStall,
-		MasterName:        *masterName,
-		SentinelAddr:      *sentinelAt,
-		TLSAddr:           *tlsAddr,
-		TLSSentinelAddr:   *tlsSentinel,
-		TLS:               tlsOpts,
-		ClusterSecret:     secret,
-		InsecureCluster:   *insecure,
+		Clock:                clock,
+		BeforeSync:           beforeSync,
+		Addr:                 *addr,
+		RequirePass:          *requirepass,
+		ProtectedMode:        *protected == "yes",
+		MaxClients:           *maxClients,
+		MaxBulkLen:           *maxBulk,
+		Logger:               logger,
+		Version:              version,
+		ID:                   *id,
+		RaftAddr:             *raftAddr,
+		DataDir:              *dataDir,
+		Peers:                peerList,
+		Join:                 *join,
+		SnapshotThreshold:    *snapEvery,
+		HeartbeatTimeout:     *heartbeat,
+		ElectionTimeout:      *election,
+		LeaderLease:          *lease,
+		DiskStall:            *diskStall,
+		MasterName:           *masterName,
+		SentinelAddr:         *sentinelAt,
+		TLSAddr:              *tlsAddr,
+		TLSSentinelAddr:      *tlsSentinel,
+		TLS:                  tlsOpts,
+		NotifyKeyspaceEvents: *notifyKS,
+		ClusterSecret:        secret,
+		InsecureCluster:      *insecure,
 	})
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -114,5 +115,47 @@ func TestRunServes(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v", err)
+	}
+}
+
+// --notify-keyspace-events is in force once the node serves.
+func TestRunNotifyFlag(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var out, errb bytes.Buffer
+	go func() { done <- run(ctx, []string{"--addr", addr, "--notify-keyspace-events", "KEA"}, &out, &errb) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	var c net.Conn
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if c, err = net.Dial("tcp", addr); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never listened: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer c.Close()
+	c.Write([]byte("CONFIG GET notify-keyspace-events\r\n"))
+	want := "*2\r\n$22\r\nnotify-keyspace-events\r\n$3\r\nAKE\r\n"
+	buf := make([]byte, len(want))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != want {
+		t.Fatalf("CONFIG GET: %q %v", buf, err)
+	}
+	if err := run(context.Background(), []string{"--addr", "127.0.0.1:0", "--notify-keyspace-events", "Z"}, &out, &errb); err == nil {
+		t.Error("a bad --notify-keyspace-events was accepted")
 	}
 }
