@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,6 +78,17 @@ type Config struct {
 	ClusterSecret   []byte
 	InsecureCluster bool
 
+	// Shutdown, if set, lets clients stop the node with SHUTDOWN: it is
+	// called once when the first such command is accepted, and the
+	// program should then call the node's Shutdown (which hands a Raft
+	// leader's leadership over first) — from elsewhere, never from within
+	// the call, which runs on the node's event loop. The client that sent
+	// SHUTDOWN gets no reply; its connection closes when the node stops,
+	// as with a Redis that exits. Without it (embedded nodes, RunT)
+	// SHUTDOWN answers an error: the program that embeds a node decides
+	// when it stops. The deadbolt binary sets it.
+	Shutdown func()
+
 	network     *cluster.Network // RunClusterT's cuttable links
 	noBootstrap bool             // RunClusterT bootstraps once all nodes listen
 }
@@ -88,6 +100,9 @@ type Node struct {
 	raft  *cluster.Node  // member of a Raft cluster
 	clock *cluster.ManualClock
 	done  chan error
+
+	closeOnce sync.Once
+	closeErr  error
 
 	disc *server.Discovery
 	// extra are the listeners beside the main one: Sentinel, TLS, TLS
@@ -121,6 +136,7 @@ func Start(cfg Config) (*Node, error) {
 		MaxBulkLen:    cfg.MaxBulkLen,
 		Logger:        cfg.Logger,
 		Version:       cfg.Version,
+		Shutdown:      cfg.Shutdown,
 	}
 	var backend server.Backend
 	if cfg.RaftAddr == "" && cfg.DataDir == "" {
@@ -224,26 +240,27 @@ func (n *Node) Port() int { return n.srv.Addr().(*net.TCPAddr).Port }
 func (n *Node) Raft() *cluster.Node { return n.raft }
 
 // Close stops the node at once (a crash, for a cluster member: no
-// leadership hand-over).
+// leadership hand-over). Calls after the first, and after Shutdown, return
+// what the first returned.
 func (n *Node) Close() error {
-	n.stopDiscovery()
-	err := n.srv.Close()
-	err = errors.Join(err, <-n.done)
-	return errors.Join(err, n.stopBackend())
+	n.closeOnce.Do(func() {
+		n.stopDiscovery()
+		err := n.srv.Close()
+		err = errors.Join(err, <-n.done)
+		n.closeErr = errors.Join(err, n.stopBackend())
+	})
+	return n.closeErr
 }
 
 // Shutdown stops the node gracefully: a leader hands leadership to another
-// voter first.
+// voter first. The node stops even if the hand-over fails (its error is
+// returned): the others elect a leader when this one has gone quiet.
 func (n *Node) Shutdown() error {
+	var err error
 	if n.raft != nil {
-		if err := n.raft.TransferIfLeader(); err != nil {
-			n.stopDiscovery()
-			n.srv.Close()
-			<-n.done
-			return errors.Join(err, n.raft.Close())
-		}
+		err = n.raft.TransferIfLeader()
 	}
-	return n.Close()
+	return errors.Join(err, n.Close())
 }
 
 // Advance moves the node's clock forward, so that keys whose TTL runs out

@@ -317,12 +317,17 @@ func splitHostPort(addr string) (string, string) {
 	return h, p
 }
 
-// TransferIfLeader hands leadership to another voter if this node leads.
+// TransferIfLeader hands leadership to another voter if this node leads
+// and has one (a sole voter has nobody to hand it to: nil).
 func (n *Node) TransferIfLeader() error {
-	if n.raft.State() != raft.Leader {
+	if n.raft.State() != raft.Leader || n.soleVoter() {
 		return nil
 	}
-	return n.raft.LeadershipTransfer().Error()
+	if err := n.raft.LeadershipTransfer().Error(); err != nil {
+		return fmt.Errorf("cluster: leadership hand-over: %w", err)
+	}
+	n.cfg.Logger.Info("cluster: leadership handed over", "id", n.cfg.ID)
+	return nil
 }
 
 // Snapshot takes a snapshot now.

@@ -270,3 +270,12 @@ func TestAsyncBackendConfigAndClientInfo(t *testing.T) {
 		}
 	}
 }
+
+// In a cluster SHUTDOWN runs on a goroutine of its own, as other admin
+// commands do; it halts its connection as on a single node.
+func TestAsyncBackendShutdown(t *testing.T) {
+	var calls atomic.Int32
+	s := newTestServerWith(t, func(l *cluster.Local) Backend { return &asyncBackend{Local: l, delay: time.Millisecond} },
+		func(c *Config) { c.Shutdown = func() { calls.Add(1) } })
+	testShutdownHalts(t, s, &calls)
+}

@@ -19,12 +19,11 @@ func init() {
 		connSpec{name: "waitaof", arity: 4, flags: mayBlock, fn: cmdWaitAOF},
 		connSpec{name: "role", arity: 1, fn: cmdRole},
 		connSpec{name: "lastsave", arity: 1, fn: cmdLastSave},
-		connSpec{name: "save", arity: 1, flags: connAdmin, fn: cmdSave},
+		connSpec{name: "save", arity: 1, flags: connAdmin | noMulti, fn: cmdSave},
 		connSpec{name: "bgsave", arity: -1, flags: connAdmin, fn: cmdBgSave},
 		connSpec{name: "bgrewriteaof", arity: 1, flags: connAdmin, fn: cmdBgRewriteAOF},
 		connSpec{name: "debug", arity: -2, flags: connAdmin | mayBlock, fn: cmdDebug},
 		connSpec{name: "memory", arity: -2, fn: cmdMemory},
-		connSpec{name: "shutdown", arity: -1, flags: connAdmin, fn: cmdShutdown},
 		connSpec{name: "monitor", arity: 1, flags: connAdmin, fn: cmdMonitor},
 		connSpec{name: "readonly", arity: 1, flags: connLocal, fn: cmdReadOnly},
 		connSpec{name: "readwrite", arity: 1, flags: connLocal, fn: cmdReadWrite},
@@ -69,13 +68,14 @@ type adminState struct {
 	ctx    context.Context // ends when the server closes: blocking commands give up
 	cancel context.CancelFunc
 
-	requirePass atomic.Pointer[string]
-	protected   atomic.Bool  // protected-mode (protected.go)
-	pubsubLimit atomic.Int64 // client-output-buffer-limit pubsub hard limit; 0 none
-	queryLimit  atomic.Int64 // client-query-buffer-limit, read by the event loop
-	lastSave    atomic.Int64 // Unix seconds
-	dirty       atomic.Int64 // writes since the last SAVE
-	replID      string       // master_replid
+	requirePass   atomic.Pointer[string]
+	protected     atomic.Bool  // protected-mode (protected.go)
+	pubsubLimit   atomic.Int64 // client-output-buffer-limit pubsub hard limit; 0 none
+	queryLimit    atomic.Int64 // client-query-buffer-limit, read by the event loop
+	lastSave      atomic.Int64 // Unix seconds
+	shutdownAsked atomic.Bool  // a client's SHUTDOWN called Config.Shutdown (cmd_shutdown.go)
+	dirty         atomic.Int64 // writes since the last SAVE
+	replID        string       // master_replid
 
 	mu     sync.Mutex
 	params map[string]string // CONFIG SET values by canonical name
@@ -234,7 +234,7 @@ func cmdBgRewriteAOF(c *conn, _ [][]byte) {
 	c.reply(resp.StatusReply("Background append only file rewriting started"))
 }
 
-// ---- DEBUG, MEMORY, SHUTDOWN, MONITOR, cluster client commands ----
+// ---- DEBUG, MEMORY, MONITOR, cluster client commands (SHUTDOWN: cmd_shutdown.go) ----
 
 func cmdDebug(c *conn, args [][]byte) {
 	switch strings.ToLower(string(args[1])) {
@@ -329,20 +329,6 @@ func cmdMemory(c *conn, args [][]byte) {
 	default:
 		c.reply(unknownSubcommand(args))
 	}
-}
-
-// cmdShutdown refuses: a client must not be able to stop a node (and, in
-// a cluster, take away a voter). Stop the process instead.
-func cmdShutdown(c *conn, args [][]byte) {
-	for _, a := range args[1:] {
-		switch strings.ToLower(string(a)) {
-		case "nosave", "save", "now", "force", "abort":
-		default:
-			c.reply(resp.Err("ERR syntax error"))
-			return
-		}
-	}
-	c.reply(resp.Err("ERR SHUTDOWN is not supported by deadbolt: stop the process instead"))
 }
 
 func cmdMonitor(c *conn, _ [][]byte) {

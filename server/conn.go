@@ -32,6 +32,7 @@ type conn struct {
 	watches  []fsm.Watch
 	lastCmd  string
 	closing  bool // QUIT: close after the reply is written
+	halted   bool // SHUTDOWN: serve nothing more; the server's Close closes it
 	protoErr bool
 	qbuf     int // request bytes buffered when the command began (CLIENT LIST)
 
@@ -103,6 +104,10 @@ func (c *conn) serve() {
 		c.srv.stats.commands.Add(1)
 		c.qbuf = c.rd.Buffered()
 		c.run(args)
+		if c.halted {
+			c.waitClosed()
+			return
+		}
 		if c.closing {
 			c.flush()
 			return

@@ -20,6 +20,7 @@ const (
 	connPubSub                      // SUBSCRIBE family
 	mayBlock                        // may wait (WAIT, DEBUG SLEEP): never run on the event loop
 	connLocal                       // answered from the connection's own state: on the event loop even in a cluster
+	noMulti                         // refused inside MULTI, not queued (Redis's no_multi: SAVE, SHUTDOWN)
 )
 
 type connHandler func(c *conn, args [][]byte)
@@ -70,6 +71,7 @@ const (
 	msgWatchInMult = "ERR WATCH inside MULTI is not allowed"
 	msgExecNoMulti = "ERR EXEC without MULTI"
 	msgDiscardNoMu = "ERR DISCARD without MULTI"
+	msgNoMulti     = "ERR Command not allowed inside a transaction"
 )
 
 // dispatch runs one client request.
@@ -93,7 +95,8 @@ func (c *conn) dispatch(args [][]byte) {
 	c.lastCmd = fullName(name, args)
 	c.adm.spec = spec
 
-	// Redis 7.0's order: unknown command, arity, then authentication.
+	// Redis 7.0's order: unknown command, arity, authentication, then
+	// no_multi.
 	if spec == nil && !isConn {
 		c.failQueue()
 		c.reply(resp.Err(fsm.UnknownCommand(args)))
@@ -111,6 +114,10 @@ func (c *conn) dispatch(args [][]byte) {
 	}
 	if !c.authed && (!isConn || cs.flags&noAuth == 0) {
 		c.reject(name, msgNoAuth)
+		return
+	}
+	if c.multi != nil && isConn && cs.flags&noMulti != 0 {
+		c.reject(name, msgNoMulti)
 		return
 	}
 	if c.subscribed() && c.protocol() < 3 && (!isConn || cs.flags&inSubMode == 0) {

@@ -407,9 +407,10 @@ func (l *eventLoop) readable(c *conn) {
 }
 
 // process runs c's buffered requests until one is incomplete, c must
-// close, or a command has to wait on a goroutine of its own.
+// close, a command has to wait on a goroutine of its own, or SHUTDOWN
+// halted c (what it sends afterwards is read and never run).
 func (l *eventLoop) process(c *conn) {
-	for !c.lc.busy && !c.closing && !c.lc.throttled {
+	for !c.lc.busy && !c.closing && !c.halted && !c.lc.throttled {
 		args, err := c.rd.Next()
 		if err != nil {
 			var pe *resp.ProtocolError

@@ -2,6 +2,7 @@ package server
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -205,4 +206,73 @@ func isSubsequence(sub, of []string) bool {
 		}
 	}
 	return i == len(sub)
+}
+
+// shutdownCombos is every SHUTDOWN with up to three modifiers (and a word
+// that is none), in mixed case, split by what deadbolt's parser says
+// Redis does with it: refuse it with an error, or exit. The two tests
+// below check both halves against redis-server.
+func shutdownCombos() (refused, accepted [][]string) {
+	words := []string{"nosave", "SAVE", "Now", "force", "ABORT", "bogus"}
+	var walk func(cmd []string)
+	walk = func(cmd []string) {
+		args := make([][]byte, len(cmd))
+		for i, a := range cmd {
+			args[i] = []byte(a)
+		}
+		if abort, msg := shutdownArgs(args); abort || msg != "" {
+			refused = append(refused, slices.Clone(cmd))
+		} else {
+			accepted = append(accepted, slices.Clone(cmd))
+		}
+		if len(cmd) == 4 {
+			return
+		}
+		for _, w := range words {
+			walk(append(cmd, w))
+		}
+	}
+	walk([]string{"shutdown"})
+	return refused, accepted
+}
+
+// Every refused SHUTDOWN, and SHUTDOWN inside MULTI, from scripts and
+// while subscribed, answers what redis-server answers.
+func TestRedisDiffShutdownErrors(t *testing.T) {
+	refused, accepted := shutdownCombos()
+	if len(refused) != 194 || len(accepted) != 65 {
+		t.Fatalf("%d refused and %d accepted SHUTDOWNs", len(refused), len(accepted))
+	}
+	cmds := append(refused, split(
+		"multi", "shutdown", "shutdown nosave", "shutdown bogus", "shutdown abort", "save", "ping", "exec",
+		`eval "return redis.call('shutdown')" 0`, `eval "return redis.call('shutdown', 'bogus')" 0`,
+		`eval "return redis.pcall('shutdown', 'abort')" 0`, `eval "return redis.pcall('SHUTDOWN', 'nosave')" 0`,
+		"command info shutdown save", "command getkeys shutdown nosave",
+		// Subscribed: RESP2 refuses SHUTDOWN, RESP3 runs it (so no SHUTDOWN
+		// that Redis accepts here).
+		"subscribe a", "shutdown abort", "shutdown bogus", "unsubscribe a",
+	)...)
+	sameReplies(t, cmds)
+}
+
+// A SHUTDOWN that Redis accepts closes the connection without a reply;
+// deadbolt's, with a Config.Shutdown that closes the server, does the
+// same. A redis-server for each (about 30 ms to start).
+func TestRedisDiffShutdownCloses(t *testing.T) {
+	_, accepted := shutdownCombos()
+	for i := range 2 * len(accepted) {
+		cmd, proto := accepted[i/2], strconv.Itoa(2+i%2)
+		t.Run("RESP"+proto+" "+strings.Join(cmd, " "), func(t *testing.T) {
+			var s *testServer
+			s = newTestServer(t, func(c *Config) { c.Shutdown = func() { go s.Close() } })
+			ref, got := dial(t, testredis.Start(t)), dial(t, s.addr)
+			for _, c := range []*client{ref, got} {
+				c.doRaw("hello", proto)
+				c.send(cmd...)
+			}
+			if want, have := ref.expectClosed(), got.expectClosed(); have != want {
+				t.Errorf("deadbolt %q, redis %q before EOF", have, want)
+			}
+		})
+	}
 }

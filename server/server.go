@@ -60,6 +60,13 @@ type Config struct {
 	TLS *tlsconf.Loader
 	// TLSOnly: Addr serves TLS (deadbolt --tls-addr without --addr).
 	TLSOnly bool
+	// Shutdown, if set, is called when a client's SHUTDOWN is accepted
+	// (once, however many clients send it; cmd_shutdown.go). It must not
+	// wait for the server to stop: it runs on the event loop or on a
+	// command's goroutine, which Close waits for. The program then stops
+	// the server, whose closing closes the connection that sent SHUTDOWN
+	// (it gets no reply). Without it SHUTDOWN answers an error.
+	Shutdown func()
 }
 
 // InfoProvider supplies INFO fields the server cannot know by itself.

@@ -134,6 +134,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	// A client's SHUTDOWN ends serving as SIGTERM does.
+	ctx, stopServing := context.WithCancelCause(ctx)
+	defer stopServing(nil)
 	var clock cluster.Clock // nil: the wall clock
 	if *clockFile != "" {
 		clock = watchClockOffset(ctx, *clockFile, logger)
@@ -170,6 +173,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		NotifyKeyspaceEvents: *notifyKS,
 		ClusterSecret:        secret,
 		InsecureCluster:      *insecure,
+		Shutdown:             func() { stopServing(errShutdownCommand) },
 	})
 	if err != nil {
 		return err
@@ -182,10 +186,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		go reloadOnHangup(ctx, node, logger)
 	}
 	<-ctx.Done()
-	logger.Info("shutting down")
+	if errors.Is(context.Cause(ctx), errShutdownCommand) {
+		logger.Info("shutting down: SHUTDOWN from a client")
+	} else {
+		logger.Info("shutting down")
+	}
 	// A leader hands over leadership before it stops.
 	return node.Shutdown()
 }
+
+// errShutdownCommand is why run stops serving when a client sent SHUTDOWN.
+var errShutdownCommand = errors.New("a client sent SHUTDOWN")
 
 // parsePeers parses "id1=addr1,id2=addr2".
 func parsePeers(s string) ([]cluster.Peer, error) {

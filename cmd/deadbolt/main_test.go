@@ -159,3 +159,40 @@ func TestRunNotifyFlag(t *testing.T) {
 		t.Error("a bad --notify-keyspace-events was accepted")
 	}
 }
+
+// TestRunShutdownCommand: a client's SHUTDOWN ends run as SIGTERM does,
+// with nil (exit status 0), and the client gets no reply.
+func TestRunShutdownCommand(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	done := make(chan error, 1)
+	var out, errb lockedBuffer
+	go func() { done <- run(context.Background(), []string{"--addr", addr}, &out, &errb) }()
+	var c net.Conn
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if c, err = net.Dial("tcp", addr); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never listened: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.Write([]byte("SHUTDOWN NOSAVE\r\n"))
+	if got, err := io.ReadAll(c); err != nil || len(got) != 0 {
+		t.Fatalf("SHUTDOWN: %q %v", got, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !strings.Contains(errb.String(), "shutting down: SHUTDOWN from a client") {
+		t.Fatalf("log:\n%s", errb.String())
+	}
+}
