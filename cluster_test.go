@@ -564,3 +564,53 @@ func TestClusterKeyspaceNotifications(t *testing.T) {
 	case <-time.After(time.Second):
 	}
 }
+
+// A function library loaded through a follower is on every node, survives
+// the leader's death, and reaches a node that catches up from a snapshot.
+func TestClusterFunctionLibrary(t *testing.T) {
+	c := RunClusterT(t, 3, func(i int, cfg *Config) { cfg.SnapshotThreshold = 16 })
+	ctx := context.Background()
+	f := c.Followers()
+	lib := "#!lua name=locks\nredis.register_function('take', function(keys, args) return redis.call('set', keys[1], args[1], 'nx', 'px', 60000) end)\n" +
+		"redis.register_function{function_name='holder', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}}"
+	if name, err := client(t, c.Addr(f[0])).FunctionLoad(ctx, lib).Result(); err != nil || name != "locks" {
+		t.Fatalf("FUNCTION LOAD through a follower: %q %v", name, err)
+	}
+	if err := client(t, c.Addr(f[1])).FCall(ctx, "take", []string{"l1"}, "a").Err(); err != nil {
+		t.Fatalf("FCALL through the other follower: %v", err)
+	}
+	lagger := f[1]
+	c.Kill(lagger)
+	old := c.Leader()
+	c.Kill(old)
+	c.Restart(old)
+	nl := c.WaitNewLeader(-1)
+	cl := client(t, c.Addr(nl))
+	if v, err := cl.FCallRO(ctx, "holder", []string{"l1"}).Result(); err != nil || v != "a" {
+		t.Fatalf("FCALL_RO after the leader's death: %v %v", v, err)
+	}
+	for i := range 60 {
+		if err := cl.Set(ctx, fmt.Sprint("k", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.Do(ctx, "RAFT", "SNAPSHOT").Err(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	want := c.Nodes[nl].raft.AppliedIndex()
+	n := c.Restart(lagger)
+	deadline := time.Now().Add(20 * time.Second)
+	for n.raft.AppliedIndex() < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("lagging node applied %d, leader %d", n.raft.AppliedIndex(), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	lc := client(t, c.Addr(lagger))
+	if v, err := lc.FCallRO(ctx, "holder", []string{"l1"}).Result(); err != nil || v != "a" {
+		t.Fatalf("FCALL_RO on the node restored from a snapshot: %v %v", v, err)
+	}
+	if libs, err := lc.FunctionList(ctx, redis.FunctionListQuery{}).Result(); err != nil || len(libs) != 1 || len(libs[0].Functions) != 2 {
+		t.Fatalf("FUNCTION LIST on the restored node: %+v %v", libs, err)
+	}
+}

@@ -71,6 +71,15 @@ type scriptEngine interface {
 	Run(sha string, body []byte, keys, argv [][]byte, c caller) resp.Reply
 	Forget()
 	Close()
+	// Function libraries (cmd_function.go). LoadLibrary runs a library's
+	// code and holds what it made until KeepLibrary keeps it (or the next
+	// load drops it).
+	ParseLibraryMeta(code []byte) (name, errMsg string)
+	LoadLibrary(name string, code []byte) ([]FunctionMeta, resp.Reply)
+	KeepLibrary(name string)
+	DropLibrary(name string) // "" drops every library
+	HasLibrary(name string, code []byte) bool
+	CallFunction(lib, fn string, keys, args [][]byte, c caller) resp.Reply
 	// ReadOnly reads a script's shebang: whether it declared no-writes,
 	// or the error for a malformed shebang.
 	ReadOnly(body []byte) (readOnly bool, errMsg string)
@@ -107,8 +116,12 @@ type FSM struct {
 	expires  expiryIndex       // keys with a deadline, ordered for reaping
 	nodes    map[string]string // cluster members' client addresses by id
 	settings map[string]string // replicated CONFIG parameters (notify.go)
-	notify   int               // notify-keyspace-events' classes
-	applyCtx Ctx               // reused by Apply (one at a time), so it allocates none
+	// libraries are the function libraries by name, functions the library
+	// of each function (cmd_function.go); nil while there are none.
+	libraries map[string]*library
+	functions map[string]string
+	notify    int // notify-keyspace-events' classes
+	applyCtx  Ctx // reused by Apply (one at a time), so it allocates none
 }
 
 // Options tunes a state machine.

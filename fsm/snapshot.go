@@ -22,6 +22,7 @@ import (
 //	cluster members: count, then (id, client address) by id
 //	script engine state (math.random generator, cjson settings), bytes
 //	version 2 only: replicated settings: count, then (name, value) by name
+//	version 2 only: function libraries: count, then code by library name
 //	per non-empty db: db+1 (uvarint), key count, then keys in byte order:
 //	  key, kind byte, deadline (varint), version (uvarint), payload
 //	0 (end)
@@ -144,7 +145,7 @@ func (f *FSM) Snapshot(w io.Writer) error {
 	e := &encoder{w: bufio.NewWriterSize(w, 64<<10)}
 	e.w.WriteString(snapshotMagic)
 	version := byte(snapshotVersion)
-	if len(f.settings) == 0 {
+	if len(f.settings) == 0 && len(f.libraries) == 0 {
 		version = 1
 	}
 	e.w.WriteByte(version)
@@ -197,6 +198,11 @@ func (f *FSM) Snapshot(w io.Writer) error {
 		for _, name := range names {
 			e.str(name)
 			e.str(f.settings[name])
+		}
+		libs := f.sortedLibraries()
+		e.uvarint(uint64(len(libs)))
+		for _, lib := range libs {
+			e.bytes(lib.code)
 		}
 	}
 
@@ -305,6 +311,7 @@ func (f *FSM) Restore(r io.Reader) error {
 	}
 
 	engine := d.bytes()
+	var libCodes [][]byte
 
 	if version >= 2 {
 		for i, c := 0, d.count(); i < c && d.err == nil; i++ {
@@ -313,6 +320,9 @@ func (f *FSM) Restore(r io.Reader) error {
 			if d.err == nil && (!ok || !set(n, value)) {
 				d.fail(fmt.Errorf("%w: setting %q = %q", ErrSnapshotFormat, name, value))
 			}
+		}
+		for i, c := 0, d.count(); i < c && d.err == nil; i++ {
+			libCodes = append(libCodes, d.bytes())
 		}
 	}
 
@@ -356,6 +366,13 @@ func (f *FSM) Restore(r io.Reader) error {
 			return fmt.Errorf("%w: %v", ErrSnapshotFormat, err)
 		}
 		n.lua.Forget()
+		n.lua.DropLibrary("")
+		for _, code := range libCodes {
+			if _, r := n.loadLibrary(code, false, nil); r.IsError() {
+				n.lua.DropLibrary("") // f's libraries load again when called
+				return fmt.Errorf("%w: a function library does not load: %s", ErrSnapshotFormat, r.String())
+			}
+		}
 	}
 	*f = *n
 	return nil

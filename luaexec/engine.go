@@ -69,7 +69,9 @@ type Engine struct {
 	rand     rand48
 	cjsonCfg cjsonConfig
 	run      runState
-	callArgs callArgs // the command of the current redis.call
+	callArgs callArgs            // the command of the current redis.call
+	libs     map[string]*Library // function libraries' closures by name (function.go)
+	loading  *loading            // the library being loaded
 }
 
 // script is one compiled script.

@@ -207,8 +207,8 @@ func (e *Engine) errorPosition(L *lua.LState, level int) (string, int, bool) {
 
 // rawSource maps a chunk's display name back to the name Lua keeps.
 func (e *Engine) rawSource(display string) string {
-	if display == "user_script" {
-		return "@user_script"
+	if display == "user_script" || display == "user_function" {
+		return "@" + display
 	}
 	if s, ok := e.run.sources[display]; ok {
 		return s

@@ -52,6 +52,8 @@ type sandbox struct {
 	redisPcall lua.LValue  // redis.pcall
 
 	coroutines map[*lua.LState]*coroutineState
+	missing    *lua.LFunction // __index of the globals: a missing global fails
+	lib        libraryTables  // function libraries' environments (function_env.go)
 	gcPause    float64
 	gcStepMul  float64
 }
@@ -98,6 +100,7 @@ func newSandbox(e *Engine) *sandbox {
 	})
 	gmeta.RawSetString("__index", missing)
 	g.Metatable = gmeta
+	sb.missing = missing
 
 	// _G as scripts see it: read-only, and so is the metatable it shows
 	shownMeta := L.NewTable()
@@ -207,7 +210,7 @@ func (sb *sandbox) isProtected(t *lua.LTable) bool {
 	if _, ok := sb.proxies[t]; ok {
 		return true
 	}
-	return t == sb.env
+	return t == sb.env || sb.lib.envs[t]
 }
 
 // length is the '#' of a table.

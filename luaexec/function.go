@@ -1,0 +1,365 @@
+package luaexec
+
+import (
+	"strings"
+
+	"github.com/deadbolt/deadbolt/resp"
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Function libraries (FUNCTION LOAD, FCALL), as Redis 7.0 runs them.
+//
+// A library's code runs once when it is loaded, in an environment that
+// holds nothing but redis, and a redis that holds nothing but
+// register_function, log and its constants: reading anything else fails
+// as a missing global, writing fails as a read-only table. The functions
+// it registers are closures over that environment; once the load is over
+// the environment reads from the globals scripts have (without KEYS and
+// ARGV), and its redis is the one scripts have (without the debugger's
+// functions). A function gets its keys and arguments as parameters.
+//
+// The engine keeps what a load made (the closures) by library name; the
+// state machine keeps the code, and loads it again when the engine lost
+// it (a new Lua state, a restored snapshot).
+
+// FunctionInfo describes one registered function.
+type FunctionInfo struct {
+	Name        string
+	Description string // "" when none was given
+	HasDesc     bool
+	Flags       []string // as given: no-writes, allow-oom, allow-stale, no-cluster, allow-cross-slot-keys
+}
+
+// NoWrites reports whether the function declared no-writes.
+func (f FunctionInfo) NoWrites() bool {
+	for _, fl := range f.Flags {
+		if fl == "no-writes" {
+			return true
+		}
+	}
+	return false
+}
+
+// Library is a loaded library: its metadata and its functions.
+type Library struct {
+	Name      string
+	Functions []FunctionInfo // in registration order
+
+	fns  map[string]*lua.LFunction
+	gen  int
+	code string // what was loaded: a library of that name and other code is another library
+}
+
+// functionFlags are the flags register_function accepts.
+var functionFlags = map[string]bool{
+	"no-writes": true, "allow-oom": true, "allow-stale": true, "no-cluster": true, "allow-cross-slot-keys": true,
+}
+
+// ParseLibraryMeta reads a library's first line, "#!<engine> name=<name>",
+// and returns the library name or Redis's error for it.
+func ParseLibraryMeta(code []byte) (name, errMsg string) {
+	if len(code) < 2 || code[0] != '#' || code[1] != '!' {
+		return "", "ERR Missing library metadata"
+	}
+	line := string(code[2:])
+	if i := strings.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	parts := strings.Split(line, " ")
+	engine := parts[0]
+	named := false
+	for _, p := range parts[1:] {
+		if p == "" {
+			continue
+		}
+		if v, ok := strings.CutPrefix(p, "name="); ok {
+			if named {
+				return "", "ERR Invalid metadata value, name argument was given multiple times"
+			}
+			name, named = v, true
+			continue
+		}
+		return "", "ERR Invalid metadata value given: " + p
+	}
+	if !named {
+		return "", "ERR Library name was not given"
+	}
+	if !strings.EqualFold(engine, "lua") {
+		return "", "ERR Engine '" + engine + "' not found"
+	}
+	if !validFunctionName(name) {
+		return "", msgBadLibraryName
+	}
+	return name, ""
+}
+
+const msgBadLibraryName = "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
+
+func validFunctionName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// loading is the library being loaded: what register_function adds to.
+type loading struct {
+	lib *Library
+	err string // a registration error, which ends the load
+}
+
+// LoadLibrary runs a library's code (its metadata already checked by
+// ParseLibraryMeta) and returns what it registered, or Redis's error
+// reply. Nothing is kept: Keep keeps a library.
+func (e *Engine) LoadLibrary(name string, code []byte) (*Library, resp.Reply) {
+	if e.run.active {
+		return nil, resp.Err("ERR This Redis command is not allowed from script")
+	}
+	src := []byte(string(code))
+	for i := 0; i < len(src) && src[i] != '\n'; i++ {
+		src[i] = ' ' // the metadata line stays a (blank) line 1
+	}
+	p, msg := parseChunk(string(src), chunkID("@user_function", 80))
+	if msg != "" {
+		return nil, resp.Err("ERR Error compiling function: " + msg)
+	}
+	stmts, cost := instrument(p, true, false)
+	proto, err := lua.Compile(stmts, chunkID("@user_function", 60))
+	if err != nil {
+		return nil, resp.Err("ERR Error compiling function: user_function:" + itoa(compileErrLine(err)) + ": function or expression too complex")
+	}
+	proto.IsVarArg &^= lua.VarArgNeedsArg | lua.VarArgHasArg
+
+	L := e.L
+	sb := e.sb
+	env, meta := sb.libraryEnv(L)
+	fn := L.NewFunctionFromProto(proto)
+	fn.Env = env
+	lib := &Library{Name: name, fns: map[string]*lua.LFunction{}, gen: e.gen, code: string(code)}
+	e.loading = &loading{lib: lib}
+	defer func() { e.loading = nil }()
+
+	e.run.begin(e, name, nil, cost)
+	L.SetTop(0)
+	L.Push(fn)
+	callErr := L.PCall(0, 0, sb.errHandler)
+	e.run.active = false
+	e.run.end()
+	meta.RawSetString("__index", sb.functionGlobals(L))
+	switch {
+	case e.run.fatal != nil:
+		L.SetTop(0)
+		return nil, resp.Err("ERR Error registering functions: ERR FUNCTION LOAD timeout")
+	case callErr != nil:
+		L.SetTop(0)
+		if ae, ok := callErr.(*lua.ApiError); ok && ae.Type == lua.ApiErrorPanic {
+			defer e.newState()
+			return nil, resp.Err("ERR internal error loading a library: " + ae.Object.String())
+		}
+		return nil, resp.Err("ERR Error registering functions: " + e.loadErrorText(callErr))
+	case len(lib.Functions) == 0:
+		return nil, resp.Err("ERR No functions registered")
+	}
+	return lib, resp.NilReply
+}
+
+// loadErrorText is an error raised while a library loaded, as Redis puts
+// it after "Error registering functions: " (without the script part).
+func (e *Engine) loadErrorText(err error) string {
+	ae, ok := err.(*lua.ApiError)
+	if !ok {
+		return "ERR " + err.Error()
+	}
+	if t, ok := ae.Object.(*lua.LTable); ok {
+		if msg, ok := luaToStringStrict(t.RawGetString("err")); ok {
+			return sanitizeError(msg)
+		}
+	}
+	return sanitizeError("ERR " + e.tostring(e.L, ae.Object))
+}
+
+func itoa(n int) string {
+	return strings.TrimSpace(string(fmtNumber(float64(n))))
+}
+
+// Keep stores a loaded library's functions in the engine under its name,
+// replacing any library of that name.
+func (e *Engine) Keep(lib *Library) {
+	if e.libs == nil {
+		e.libs = map[string]*Library{}
+	}
+	e.libs[lib.Name] = lib
+}
+
+// Drop forgets a library (FUNCTION DELETE), or every library when name is
+// "" (FUNCTION FLUSH).
+func (e *Engine) Drop(name string) {
+	if name == "" {
+		e.libs = nil
+		return
+	}
+	delete(e.libs, name)
+}
+
+// HasLibrary reports whether the engine holds the functions of the
+// library of that name and code, for its current Lua state.
+func (e *Engine) HasLibrary(name string, code []byte) bool {
+	lib, ok := e.libs[name]
+	return ok && lib.gen == e.gen && lib.code == string(code)
+}
+
+// CallFunction runs a function of a kept library with keys and args, as
+// FCALL does; readOnly is FCALL_RO's or the function's no-writes (the
+// caller refuses writes then).
+func (e *Engine) CallFunction(libName, fname string, keys, args [][]byte, c Caller) (reply resp.Reply) {
+	if e.run.active {
+		return resp.Err("ERR This Redis command is not allowed from script")
+	}
+	lib, ok := e.libs[libName]
+	if !ok || lib.gen != e.gen {
+		return resp.Err("ERR Function not found")
+	}
+	fn := lib.fns[fname]
+	if fn == nil {
+		return resp.Err("ERR Function not found")
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			e.newState()
+			reply = resp.Err("ERR internal error running a function")
+		}
+	}()
+	L := e.L
+	e.run.begin(e, fname, c, costFuncBase)
+	defer e.run.end()
+	L.SetTop(0)
+	L.Push(fn)
+	L.Push(argsTable(L, keys))
+	L.Push(argsTable(L, args))
+	err := L.PCall(2, 1, e.sb.errHandler)
+	e.run.active = false
+	if e.run.fatal != nil {
+		L.SetTop(0)
+		return e.run.fatal.reply()
+	}
+	if err != nil {
+		L.SetTop(0)
+		if ae, ok := err.(*lua.ApiError); ok && ae.Type == lua.ApiErrorPanic {
+			defer e.newState()
+			return resp.Err("ERR internal error running a function: " + ae.Object.String())
+		}
+		return e.errorReply(fname, err)
+	}
+	v := L.Get(-1)
+	L.SetTop(0)
+	return e.toReply(v)
+}
+
+// registerFunction is redis.register_function during a library's load.
+func (e *Engine) registerFunction(L *lua.LState) int {
+	ld := e.loading
+	if ld == nil || !e.run.active {
+		raiseTable(L, "redis.register_function can only be called on FUNCTION LOAD command")
+	}
+	var info FunctionInfo
+	var callback *lua.LFunction
+	switch L.GetTop() {
+	case 1:
+		t, ok := L.Get(1).(*lua.LTable)
+		if !ok {
+			raiseTable(L, "calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).")
+		}
+		t = e.sb.real(t)
+		var msg string
+		t.ForEach(func(k, v lua.LValue) {
+			if msg != "" {
+				return
+			}
+			ks, ok := k.(lua.LString)
+			if !ok {
+				msg = "named argument key given to redis.register_function is not a string"
+				return
+			}
+			switch string(ks) {
+			case "function_name":
+				s, ok := v.(lua.LString)
+				if !ok {
+					msg = "function_name argument given to redis.register_function must be a string"
+					return
+				}
+				info.Name = string(s)
+			case "description":
+				s, ok := v.(lua.LString)
+				if !ok {
+					msg = "description argument given to redis.register_function must be a string"
+					return
+				}
+				info.Description, info.HasDesc = string(s), true
+			case "callback":
+				f, ok := v.(*lua.LFunction)
+				if !ok {
+					msg = "callback argument given to redis.register_function must be a function"
+					return
+				}
+				callback = f
+			case "flags":
+				ft, ok := v.(*lua.LTable)
+				if !ok {
+					msg = "flags argument to redis.register_function must be a table representing function flags"
+					return
+				}
+				ft = e.sb.real(ft)
+				for j := 1; j <= ft.Len(); j++ {
+					s, ok := ft.RawGetInt(j).(lua.LString)
+					if !ok || !functionFlags[string(s)] {
+						msg = "unknown flag given"
+						return
+					}
+					info.Flags = append(info.Flags, string(s))
+				}
+			default:
+				msg = "unknown argument given to redis.register_function"
+			}
+		})
+		if msg != "" {
+			raiseTable(L, msg)
+		}
+		if info.Name == "" {
+			raiseTable(L, "redis.register_function must get a function name argument")
+		}
+		if callback == nil {
+			raiseTable(L, "redis.register_function must get a callback argument")
+		}
+	case 2:
+		name, ok := L.Get(1).(lua.LString)
+		if !ok {
+			if n, isNum := L.Get(1).(lua.LNumber); isNum {
+				name = lua.LString(fmtNumber(float64(n)))
+			} else {
+				raiseTable(L, "first argument to redis.register_function must be a string")
+			}
+		}
+		f, ok := L.Get(2).(*lua.LFunction)
+		if !ok {
+			raiseTable(L, "second argument to redis.register_function must be a function")
+		}
+		info.Name, callback = string(name), f
+	default:
+		raiseTable(L, "wrong number of arguments to redis.register_function")
+	}
+	if !validFunctionName(info.Name) {
+		raiseTable(L, strings.TrimPrefix(msgBadLibraryName, "ERR "))
+	}
+	if _, dup := ld.lib.fns[info.Name]; dup {
+		raiseTable(L, "Function already exists in the library")
+	}
+	ld.lib.fns[info.Name] = callback
+	ld.lib.Functions = append(ld.lib.Functions, info)
+	return 0
+}

@@ -1,0 +1,120 @@
+package luaexec
+
+import lua "github.com/yuin/gopher-lua"
+
+// The environments of function libraries (see function.go).
+type libraryTables struct {
+	loadGlobals *lua.LTable // what a library's code sees while it loads
+	fnGlobals   *lua.LTable // what its functions see when they run
+	envs        map[*lua.LTable]bool
+}
+
+// libraryEnv returns a new environment for a library's chunk, and its
+// metatable, whose __index the load replaces once it is over. Like the
+// scripts' environment it holds only the instrumentation's hidden
+// functions, and refuses every assignment.
+func (sb *sandbox) libraryEnv(L *lua.LState) (env, meta *lua.LTable) {
+	env = L.NewTable()
+	sb.env.ForEach(func(k, v lua.LValue) { env.RawSet(k, v) }) // the hidden functions
+	meta = L.NewTable()
+	meta.RawSetString("__index", sb.libraryLoadGlobals(L))
+	meta.RawSetString("__newindex", sb.roNewIndex)
+	env.Metatable = meta
+	if sb.lib.envs == nil {
+		sb.lib.envs = map[*lua.LTable]bool{}
+	}
+	sb.lib.envs[env] = true
+	return env, meta
+}
+
+// libraryLoadGlobals is the globals of a library's load: redis alone,
+// holding register_function, log and its constants; anything else is a
+// missing global.
+func (sb *sandbox) libraryLoadGlobals(L *lua.LState) *lua.LTable {
+	if sb.lib.loadGlobals != nil {
+		return sb.lib.loadGlobals
+	}
+	e := sb.e
+	num := func(name string, n int) libEntry { return valEntry(name, lua.LNumber(n)) }
+	api := sb.newLib(L, 0,
+		fnEntry("register_function", e.registerFunction),
+		fnEntry("log", e.redisLog),
+		num("LOG_DEBUG", 0),
+		num("LOG_VERBOSE", 1),
+		num("LOG_NOTICE", 2),
+		num("LOG_WARNING", 3),
+		num("REDIS_VERSION_NUM", redisVersionNum),
+		valEntry("REDIS_VERSION", lua.LString(redisVersion)),
+	)
+	apiMeta := L.NewTable()
+	apiMeta.RawSetString("__index", sb.missing)
+	api.Metatable = apiMeta
+	g := L.NewTable()
+	g.RawSetString("redis", sb.protect(L, api, nil))
+	gm := L.NewTable()
+	gm.RawSetString("__index", sb.missing)
+	g.Metatable = gm
+	sb.lib.loadGlobals = g
+	return g
+}
+
+// functionGlobals is what a library's functions see: the scripts'
+// globals, without KEYS and ARGV, and a redis without the debugger.
+func (sb *sandbox) functionGlobals(L *lua.LState) *lua.LTable {
+	if sb.lib.fnGlobals != nil {
+		return sb.lib.fnGlobals
+	}
+	e := sb.e
+	num := func(name string, n int) libEntry { return valEntry(name, lua.LNumber(n)) }
+	api := sb.newLib(L, 0,
+		fnEntry("call", e.redisCall),
+		fnEntry("pcall", e.redisPcall),
+		fnEntry("log", e.redisLog),
+		num("LOG_DEBUG", 0),
+		num("LOG_VERBOSE", 1),
+		num("LOG_NOTICE", 2),
+		num("LOG_WARNING", 3),
+		num("REDIS_VERSION_NUM", redisVersionNum),
+		valEntry("REDIS_VERSION", lua.LString(redisVersion)),
+		fnEntry("setresp", e.redisSetresp),
+		fnEntry("sha1hex", e.redisSha1hex),
+		fnEntry("error_reply", redisErrorReply),
+		fnEntry("status_reply", redisStatusReply),
+		fnEntry("set_repl", e.redisSetRepl),
+		num("REPL_NONE", 0),
+		num("REPL_AOF", 1),
+		num("REPL_SLAVE", 2),
+		num("REPL_REPLICA", 2),
+		num("REPL_ALL", 3),
+		fnEntry("acl_check_cmd", e.redisACLCheckCmd),
+	)
+	redis := sb.protect(L, api, nil)
+	g := L.NewTable()
+	gm := L.NewTable()
+	gm.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		k := L.Get(2)
+		if s, ok := k.(lua.LString); ok {
+			switch string(s) {
+			case "redis":
+				L.Push(redis)
+				return 1
+			case "KEYS", "ARGV":
+				runError(L, "Script attempted to access nonexistent global variable '"+string(s)+"'")
+			}
+		}
+		L.Push(L.GetTable(sb.globals, k))
+		return 1
+	}))
+	g.Metatable = gm
+	sb.lib.fnGlobals = g
+	return g
+}
+
+// argsTable is FCALL's keys or args as a Lua array.
+func argsTable(L *lua.LState, items [][]byte) *lua.LTable {
+	t := L.CreateTable(len(items), 0)
+	for _, b := range items {
+		t.Append(lua.LString(b))
+	}
+	return t
+}
