@@ -63,6 +63,7 @@ type config struct {
 	redisAddr    string
 	redisServer  string
 	tls          bool // also over TLS (RESP3)
+	fcall        bool // also the pair as FCALL of a function library
 
 	cluster     bool     // the replicated table instead of the single-node one
 	systems     []string // with cluster: which of deadbolt, redis, etcd
@@ -87,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.deadboltAddr, "deadbolt-addr", "", "measure the deadbolt at `host:port` instead of starting one in-process")
 	fs.StringVar(&cfg.redisAddr, "redis-addr", "", "measure the redis-server at `host:port` instead of starting one")
 	fs.StringVar(&cfg.redisServer, "redis-server", "redis-server", "redis-server `binary` to start")
+	fs.BoolVar(&cfg.fcall, "fcall", false, "also measure the pair as FCALL of the scripts loaded as a function library (RESP3), on both servers")
 	fs.BoolVar(&cfg.tls, "tls", false, "also measure both servers over TLS (RESP3, no client certificate), each started with a TLS port of its own (not with -deadbolt-addr or -redis-addr)")
 	fs.BoolVar(&cfg.cluster, "cluster", false, "measure a three-node deadbolt cluster (bin/deadbolt processes, data on disk), a single bin/deadbolt with its data on disk, redis-server with appendfsync always and a three-member etcd cluster instead")
 	systems := fs.String("systems", "deadbolt,deadbolt1,redis,etcd", "with -cluster: comma-separated systems to measure (deadbolt1: a single node with its data on disk)")
@@ -131,6 +133,8 @@ type target struct {
 	proto int
 	// tls, when set, is the clients' TLS configuration.
 	tls *tls.Config
+	// fcall: the pair as FCALL of a function library instead of EVALSHA.
+	fcall bool
 	// inProcess is set when the server runs in this process, whose CPU
 	// time then includes the load generator's.
 	inProcess bool
@@ -216,6 +220,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			targets = append(targets, v)
 		}
 	}
+	if cfg.fcall {
+		for i := range 2 {
+			v := targets[2*i+1] // the same server over RESP3
+			v.name, v.fcall = strings.TrimSuffix(v.name, "-resp3")+"-fcall", true
+			targets = append(targets, v)
+		}
+	}
 	if cfg.tls {
 		for i, a := range []string{dbTLS, rdTLS} {
 			v := targets[2*i+1] // the same server over RESP3
@@ -293,9 +304,12 @@ func report(w io.Writer, cfg config, results map[int]map[string][]cell) error {
 	if cfg.tls {
 		variants = append(variants, "tls")
 	}
+	if cfg.fcall {
+		variants = append(variants, "fcall")
+	}
 	key := func(server, v string) string {
-		if v == "tls" {
-			return server + "-tls"
+		if v == "tls" || v == "fcall" {
+			return server + "-" + v
 		}
 		return server + "-resp" + v
 	}
@@ -322,12 +336,15 @@ func report(w io.Writer, cfg config, results map[int]map[string][]cell) error {
 		if cfg.tls {
 			row("deadbolt", "tls/3", n, d["tls"], d["3"])
 		}
+		if cfg.fcall {
+			row("deadbolt", "fcall/3", n, d["fcall"], d["3"])
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "cpu/op: the server process's CPU time (INFO cpu) per pair; - for a server in this process")
-	fmt.Fprintln(w, "resp 3/2: deadbolt over RESP3 against deadbolt over RESP2; tls: RESP3 over TLS; tls/3: deadbolt over TLS against deadbolt over plain RESP3")
+	fmt.Fprintln(w, "resp 3/2: deadbolt over RESP3 against deadbolt over RESP2; tls: RESP3 over TLS; tls/3: deadbolt over TLS against deadbolt over plain RESP3; fcall: the pair as FCALL (RESP3); fcall/3: FCALL against EVALSHA on deadbolt")
 	for _, n := range cfg.clients {
 		for server, cells := range results[n] {
 			if f := median(cells).failed; f > 0 {

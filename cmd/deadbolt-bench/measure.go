@@ -93,6 +93,23 @@ func measure(ctx context.Context, t target, clients int, cfg config) (cell, erro
 	if err != nil {
 		return cell{}, fmt.Errorf("SCRIPT LOAD unlock: %w", err)
 	}
+	if t.fcall {
+		if err := rc.FunctionLoadReplace(ctx, benchLibrary()).Err(); err != nil {
+			return cell{}, fmt.Errorf("FUNCTION LOAD: %w", err)
+		}
+	}
+	lockFn := func(ctx context.Context, keys []string, args ...any) *redis.Cmd {
+		if t.fcall {
+			return rc.FCall(ctx, "redisson_lock", keys, args...)
+		}
+		return rc.EvalSha(ctx, lockSHA, keys, args...)
+	}
+	unlockFn := func(ctx context.Context, keys []string, args ...any) *redis.Cmd {
+		if t.fcall {
+			return rc.FCall(ctx, "redisson_unlock", keys, args...)
+		}
+		return rc.EvalSha(ctx, unlockSHA, keys, args...)
+	}
 	lease := cfg.lease.Milliseconds()
 	// A run-unique prefix, so that a lock left behind by an aborted run
 	// on an external server does not make this one fail.
@@ -105,11 +122,11 @@ func measure(ctx context.Context, t target, clients int, cfg config) (cell, erro
 		base, gen := name, 0
 		return func(ctx context.Context) (time.Duration, error) {
 			t0 := time.Now()
-			if err := rc.EvalSha(ctx, lockSHA, []string{name}, lease, owner).Err(); err != redis.Nil {
+			if err := lockFn(ctx, []string{name}, lease, owner).Err(); err != redis.Nil {
 				return 0, fmt.Errorf("lock %s: got %v, want nil (acquired)", name, err)
 			}
 			acquire := time.Since(t0)
-			v, err := rc.EvalSha(ctx, unlockSHA, []string{name, channel}, "0", lease, owner).Result()
+			v, err := unlockFn(ctx, []string{name, channel}, "0", lease, owner).Result()
 			if err != nil || v != int64(1) {
 				// The lock may still be held: go on with a new one.
 				err = fmt.Errorf("unlock %s: got (%v, %v), want 1 (released)", name, v, err)
@@ -285,4 +302,15 @@ func serverCPU(ctx context.Context, rc *redis.Client) (time.Duration, error) {
 		return 0, errors.New("INFO cpu: no used_cpu_sys and used_cpu_user")
 	}
 	return time.Duration(total * float64(time.Second)), nil
+}
+
+// benchLibrary is the lock and unlock scripts as one function library
+// (-fcall): each body becomes a function whose parameters are named KEYS
+// and ARGV, so the scripts run unchanged.
+func benchLibrary() string {
+	return "#!lua name=deadbolt_bench\n" +
+		"local function lock(KEYS, ARGV)\n" + scriptBody(lockFile) + "\nend\n" +
+		"local function unlock(KEYS, ARGV)\n" + scriptBody(unlockFile) + "\nend\n" +
+		"redis.register_function('redisson_lock', lock)\n" +
+		"redis.register_function('redisson_unlock', unlock)\n"
 }
