@@ -292,6 +292,14 @@ func (e *Engine) execute(sha string, s *script, keys, argv [][]byte, c Caller) r
 	L.SetTop(0)
 	L.Push(s.fn)
 	err := L.PCall(0, 1, e.sb.errHandler)
+	return e.result(sha, err)
+}
+
+// result is the reply of a run that ended with err: its return value,
+// the error it raised (named after what ran: a script's hash, a
+// function's name), or the budget's error.
+func (e *Engine) result(name string, err error) resp.Reply {
+	L := e.L
 	e.run.active = false // nothing below may charge the budget
 	if e.run.fatal != nil {
 		L.SetTop(0)
@@ -304,7 +312,7 @@ func (e *Engine) execute(sha string, s *script, keys, argv [][]byte, c Caller) r
 			defer e.newState()
 			return resp.Err("ERR internal error running script: " + ae.Object.String())
 		}
-		return e.errorReply(sha, err)
+		return e.errorReply(name, err)
 	}
 	v := L.Get(-1)
 	L.SetTop(0)

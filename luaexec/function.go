@@ -242,23 +242,7 @@ func (e *Engine) CallFunction(libName, fname string, keys, args [][]byte, c Call
 	L.Push(fn)
 	L.Push(argsTable(L, keys))
 	L.Push(argsTable(L, args))
-	err := L.PCall(2, 1, e.sb.errHandler)
-	e.run.active = false
-	if e.run.fatal != nil {
-		L.SetTop(0)
-		return e.run.fatal.reply()
-	}
-	if err != nil {
-		L.SetTop(0)
-		if ae, ok := err.(*lua.ApiError); ok && ae.Type == lua.ApiErrorPanic {
-			defer e.newState()
-			return resp.Err("ERR internal error running a function: " + ae.Object.String())
-		}
-		return e.errorReply(fname, err)
-	}
-	v := L.Get(-1)
-	L.SetTop(0)
-	return e.toReply(v)
+	return e.result(fname, L.PCall(2, 1, e.sb.errHandler))
 }
 
 // registerFunction is redis.register_function during a library's load.

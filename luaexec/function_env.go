@@ -34,18 +34,7 @@ func (sb *sandbox) libraryLoadGlobals(L *lua.LState) *lua.LTable {
 	if sb.lib.loadGlobals != nil {
 		return sb.lib.loadGlobals
 	}
-	e := sb.e
-	num := func(name string, n int) libEntry { return valEntry(name, lua.LNumber(n)) }
-	api := sb.newLib(L, 0,
-		fnEntry("register_function", e.registerFunction),
-		fnEntry("log", e.redisLog),
-		num("LOG_DEBUG", 0),
-		num("LOG_VERBOSE", 1),
-		num("LOG_NOTICE", 2),
-		num("LOG_WARNING", 3),
-		num("REDIS_VERSION_NUM", redisVersionNum),
-		valEntry("REDIS_VERSION", lua.LString(redisVersion)),
-	)
+	api := sb.newLib(L, 0, append([]libEntry{fnEntry("register_function", sb.e.registerFunction)}, sb.logEntries()...)...)
 	apiMeta := L.NewTable()
 	apiMeta.RawSetString("__index", sb.missing)
 	api.Metatable = apiMeta
@@ -64,31 +53,7 @@ func (sb *sandbox) functionGlobals(L *lua.LState) *lua.LTable {
 	if sb.lib.fnGlobals != nil {
 		return sb.lib.fnGlobals
 	}
-	e := sb.e
-	num := func(name string, n int) libEntry { return valEntry(name, lua.LNumber(n)) }
-	api := sb.newLib(L, 0,
-		fnEntry("call", e.redisCall),
-		fnEntry("pcall", e.redisPcall),
-		fnEntry("log", e.redisLog),
-		num("LOG_DEBUG", 0),
-		num("LOG_VERBOSE", 1),
-		num("LOG_NOTICE", 2),
-		num("LOG_WARNING", 3),
-		num("REDIS_VERSION_NUM", redisVersionNum),
-		valEntry("REDIS_VERSION", lua.LString(redisVersion)),
-		fnEntry("setresp", e.redisSetresp),
-		fnEntry("sha1hex", e.redisSha1hex),
-		fnEntry("error_reply", redisErrorReply),
-		fnEntry("status_reply", redisStatusReply),
-		fnEntry("set_repl", e.redisSetRepl),
-		num("REPL_NONE", 0),
-		num("REPL_AOF", 1),
-		num("REPL_SLAVE", 2),
-		num("REPL_REPLICA", 2),
-		num("REPL_ALL", 3),
-		fnEntry("acl_check_cmd", e.redisACLCheckCmd),
-	)
-	redis := sb.protect(L, api, nil)
+	redis := sb.protect(L, sb.newLib(L, 0, sb.redisEntries()...), nil)
 	g := L.NewTable()
 	gm := L.NewTable()
 	gm.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {

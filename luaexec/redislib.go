@@ -24,34 +24,49 @@ const (
 )
 
 func (sb *sandbox) openRedis(L *lua.LState) *lua.LTable {
+	return sb.newLib(L, 0, append(sb.redisEntries(),
+		fnEntry("breakpoint", redisBreakpoint),
+		fnEntry("debug", redisDebug),
+		fnEntry("replicate_commands", redisReplicateCommands),
+	)...)
+}
+
+// redisEntries are the fields of redis that scripts and functions share,
+// in the order Redis registers them.
+func (sb *sandbox) redisEntries() []libEntry {
 	e := sb.e
-	num := func(name string, n int) libEntry { return valEntry(name, lua.LNumber(n)) }
-	return sb.newLib(L, 0,
-		fnEntry("call", e.redisCall),
-		fnEntry("pcall", e.redisPcall),
-		fnEntry("log", e.redisLog),
-		num("LOG_DEBUG", 0),
-		num("LOG_VERBOSE", 1),
-		num("LOG_NOTICE", 2),
-		num("LOG_WARNING", 3),
-		num("REDIS_VERSION_NUM", redisVersionNum),
-		valEntry("REDIS_VERSION", lua.LString(redisVersion)),
+	out := []libEntry{fnEntry("call", e.redisCall), fnEntry("pcall", e.redisPcall)}
+	out = append(out, sb.logEntries()...)
+	return append(out,
 		fnEntry("setresp", e.redisSetresp),
 		fnEntry("sha1hex", e.redisSha1hex),
 		fnEntry("error_reply", redisErrorReply),
 		fnEntry("status_reply", redisStatusReply),
 		fnEntry("set_repl", e.redisSetRepl),
-		num("REPL_NONE", 0),
-		num("REPL_AOF", 1),
-		num("REPL_SLAVE", 2),
-		num("REPL_REPLICA", 2),
-		num("REPL_ALL", 3),
+		numEntry("REPL_NONE", 0),
+		numEntry("REPL_AOF", 1),
+		numEntry("REPL_SLAVE", 2),
+		numEntry("REPL_REPLICA", 2),
+		numEntry("REPL_ALL", 3),
 		fnEntry("acl_check_cmd", e.redisACLCheckCmd),
-		fnEntry("breakpoint", redisBreakpoint),
-		fnEntry("debug", redisDebug),
-		fnEntry("replicate_commands", redisReplicateCommands),
 	)
 }
+
+// logEntries are redis.log, its levels and the version: all that a
+// function library's code has at load time besides register_function.
+func (sb *sandbox) logEntries() []libEntry {
+	return []libEntry{
+		fnEntry("log", sb.e.redisLog),
+		numEntry("LOG_DEBUG", 0),
+		numEntry("LOG_VERBOSE", 1),
+		numEntry("LOG_NOTICE", 2),
+		numEntry("LOG_WARNING", 3),
+		numEntry("REDIS_VERSION_NUM", redisVersionNum),
+		valEntry("REDIS_VERSION", lua.LString(redisVersion)),
+	}
+}
+
+func numEntry(name string, n int) libEntry { return valEntry(name, lua.LNumber(n)) }
 
 // raiseTable raises Redis's error table for msg (luaPushError + luaError).
 func raiseTable(L *lua.LState, msg string) {

@@ -27,24 +27,6 @@ func newTLSServer(t *testing.T, s *testcerts.Set, auth string) *testServer {
 	return newTestServer(t, func(c *Config) { c.TLS, c.TLSOnly = l, true })
 }
 
-// tlsClientConfig trusts s's CA and, with a certificate, presents it.
-func tlsClientConfig(t *testing.T, s *testcerts.Set, cert, key string) *tls.Config {
-	t.Helper()
-	pool, err := tlsconf.LoadCAs(s.CA, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
-	if cert != "" {
-		kp, err := tls.LoadX509KeyPair(cert, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &kp, nil }
-	}
-	return cfg
-}
-
 // dialTLS connects a test client over TLS; the handshake's error, if any,
 // comes with the first read.
 func dialTLS(t *testing.T, addr string, cfg *tls.Config) (*client, error) {
@@ -64,7 +46,7 @@ func TestRedisDiffTLS(t *testing.T) {
 	certs := testcerts.Make(t)
 	_, redisTLS := testredis.StartTLS(t, "--tls-cert-file", certs.Cert, "--tls-key-file", certs.Key, "--tls-ca-cert-file", certs.CA)
 	s := newTLSServer(t, certs, "yes")
-	cfg := tlsClientConfig(t, certs, certs.ClientCert, certs.ClientKey)
+	cfg := certs.ClientConfig(t, certs.ClientCert, certs.ClientKey)
 	ref, err := dialTLS(t, redisTLS, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +90,7 @@ func TestTLSClientCertificates(t *testing.T) {
 		{"no", "", "", true},
 	} {
 		s := newTLSServer(t, certs, tc.auth)
-		c, err := dialTLS(t, s.addr, tlsClientConfig(t, certs, tc.cert, tc.key))
+		c, err := dialTLS(t, s.addr, certs.ClientConfig(t, tc.cert, tc.key))
 		if err == nil {
 			c.send("ping")
 			_, err = c.tryRead(5 * time.Second)
@@ -129,7 +111,7 @@ func TestTLSClientCertificates(t *testing.T) {
 		t.Error("a plain client was answered on the TLS port")
 	}
 	nc.Close()
-	c, err := dialTLS(t, s.addr, tlsClientConfig(t, certs, certs.ClientCert, certs.ClientKey))
+	c, err := dialTLS(t, s.addr, certs.ClientConfig(t, certs.ClientCert, certs.ClientKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +127,7 @@ func TestTLSClientCertificates(t *testing.T) {
 func TestTLSReloadByConfigSet(t *testing.T) {
 	certs, other := testcerts.Make(t), testcerts.Make(t)
 	s := newTLSServer(t, certs, "no")
-	cfg := tlsClientConfig(t, certs, "", "")
+	cfg := certs.ClientConfig(t, "", "")
 	old, err := dialTLS(t, s.addr, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +140,7 @@ func TestTLSReloadByConfigSet(t *testing.T) {
 	if _, err := dialTLS(t, s.addr, cfg); err == nil {
 		t.Error("a client that trusts only the old CA connected after the change")
 	}
-	fresh, err := dialTLS(t, s.addr, tlsClientConfig(t, other, "", ""))
+	fresh, err := dialTLS(t, s.addr, other.ClientConfig(t, "", ""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,24 +94,6 @@ func handshake(t *testing.T, l *Loader, cfg *tls.Config) (*x509.Certificate, err
 	return c.ConnectionState().PeerCertificates[0], nil
 }
 
-func clientConfig(t *testing.T, s *testcerts.Set, cert, key string) *tls.Config {
-	t.Helper()
-	pool, err := LoadCAs(s.CA, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
-	if cert != "" {
-		kp, err := tls.LoadX509KeyPair(cert, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Sent whatever CAs the server names, as OpenSSL clients do.
-		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &kp, nil }
-	}
-	return cfg
-}
-
 func TestClientAuthentication(t *testing.T) {
 	s := testcerts.Make(t)
 	for _, tc := range []struct {
@@ -131,7 +113,7 @@ func TestClientAuthentication(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = handshake(t, l, clientConfig(t, s, tc.cert, tc.key))
+		_, err = handshake(t, l, s.ClientConfig(t, tc.cert, tc.key))
 		if (err == nil) != tc.ok {
 			t.Errorf("tls-auth-clients %s, client certificate %q: error %v, want ok=%v", tc.auth, tc.cert, err, tc.ok)
 		}
@@ -147,7 +129,7 @@ func TestReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := clientConfig(t, s, "", "")
+	cfg := s.ClientConfig(t, "", "")
 	cfg.InsecureSkipVerify = true // compare the certificates by hand
 	first, err := handshake(t, l, cfg)
 	if err != nil {

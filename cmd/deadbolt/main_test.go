@@ -94,17 +94,7 @@ func TestRunServes(t *testing.T) {
 	done := make(chan error, 1)
 	var out, errb bytes.Buffer
 	go func() { done <- run(ctx, []string{"--addr", addr}, &out, &errb) }()
-	var c net.Conn
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if c, err = net.Dial("tcp", addr); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never listened: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	c := dialWhenUp(t, addr)
 	defer c.Close()
 	c.Write([]byte("PING\r\n"))
 	buf := make([]byte, 7)
@@ -136,17 +126,7 @@ func TestRunNotifyFlag(t *testing.T) {
 			t.Errorf("run: %v", err)
 		}
 	}()
-	var c net.Conn
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if c, err = net.Dial("tcp", addr); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never listened: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	c := dialWhenUp(t, addr)
 	defer c.Close()
 	c.Write([]byte("CONFIG GET notify-keyspace-events\r\n"))
 	want := "*2\r\n$22\r\nnotify-keyspace-events\r\n$3\r\nAKE\r\n"
@@ -172,17 +152,7 @@ func TestRunShutdownCommand(t *testing.T) {
 	done := make(chan error, 1)
 	var out, errb lockedBuffer
 	go func() { done <- run(context.Background(), []string{"--addr", addr}, &out, &errb) }()
-	var c net.Conn
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if c, err = net.Dial("tcp", addr); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never listened: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	c := dialWhenUp(t, addr)
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	c.Write([]byte("SHUTDOWN NOSAVE\r\n"))
@@ -194,5 +164,21 @@ func TestRunShutdownCommand(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "shutting down: SHUTDOWN from a client") {
 		t.Fatalf("log:\n%s", errb.String())
+	}
+}
+
+// dialWhenUp connects to addr once the node started by run listens there.
+func dialWhenUp(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never listened: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -6,6 +6,8 @@
 package testcerts
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,4 +75,28 @@ func Make(tb testing.TB) *Set {
 	run("pkcs8", "-topk8", "-v2", "aes256", "-in", s.Key, "-out", s.KeyPKCS8, "-passout", "pass:"+s.Pass)
 	run("ec", "-aes256", "-in", s.Key, "-out", s.KeyLegacy, "-passout", "pass:"+s.Pass)
 	return s
+}
+
+// ClientConfig is a TLS client configuration that trusts the set's CA for
+// 127.0.0.1 and, given a certificate and key, presents them whatever CAs
+// the server names (as OpenSSL clients do).
+func (s *Set) ClientConfig(tb testing.TB, cert, key string) *tls.Config {
+	tb.Helper()
+	b, err := os.ReadFile(s.CA)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		tb.Fatalf("%s holds no certificate", s.CA)
+	}
+	cfg := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+	if cert != "" {
+		kp, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &kp, nil }
+	}
+	return cfg
 }
