@@ -35,7 +35,7 @@ func (c *conn) handshake() bool {
 	}
 	tc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
 	if err := tc.Handshake(); err != nil {
-		c.srv.cfg.Logger.Debug("server: TLS handshake failed", "client", c.addr, "err", err)
+		c.srv.cfg.Logger.Info("server: TLS handshake refused", "client", c.addr, "reason", err)
 		c.srv.stats.tlsFailures.Add(1)
 		return false
 	}
