@@ -164,6 +164,7 @@ func (c *Ctx) scriptCall(args [][]byte) resp.Reply {
 	if spec.Flags&Write != 0 && (c.script.readOnly || c.readOnly) {
 		return resp.Err(msgScriptReadOnly)
 	}
+	c.f.calls++
 	return spec.fn(c, args)
 }
 

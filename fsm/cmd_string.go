@@ -13,7 +13,8 @@ import (
 // hand them out without copying (capped, so that appending to a reply
 // cannot reach them), and a reply may still be waiting to be written when
 // the next command runs. APPEND only ever writes past the end of what was
-// handed out; SETRANGE builds a new buffer.
+// handed out; SETRANGE builds a new buffer. (The bit commands keep the one
+// exception, a buffer no other command has seen: cmd_bit.go.)
 func init() {
 	register(
 		Spec{Name: "get", Arity: 2, Flags: Read | Fast, FirstKey: 1, LastKey: 1, Step: 1, fn: cmdGet},

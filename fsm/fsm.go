@@ -100,7 +100,7 @@ var newScriptEngine = func(Options) scriptEngine { return nil }
 
 // FSM is the keyspace and everything replicated with it. It is not safe
 // for concurrent use: one goroutine applies, and reads are serialised with
-// applies by the caller.
+// applies, and with each other (a read counts in calls), by the caller.
 //
 // Nothing in here reads the wall clock, draws random numbers or depends on
 // Go's map iteration order: the same commands with the same times give the
@@ -120,8 +120,10 @@ type FSM struct {
 	// of each function (cmd_function.go); nil while there are none.
 	libraries map[string]*library
 	functions map[string]string
-	notify    int // notify-keyspace-events' classes
-	applyCtx  Ctx // reused by Apply (one at a time), so it allocates none
+	notify    int      // notify-keyspace-events' classes
+	applyCtx  Ctx      // reused by Apply (one at a time), so it allocates none
+	calls     uint64   // commands run (applied, read, from scripts); cmd_bit.go's bitOwner uses it
+	bitOwner  bitOwner // the string the bit commands may change in place (cmd_bit.go)
 }
 
 // Options tunes a state machine.
@@ -274,5 +276,6 @@ func (c *Ctx) call(args [][]byte) resp.Reply {
 	if c.readOnly && spec.Flags&Write != 0 {
 		return resp.Err(msgWriteInRead)
 	}
+	c.f.calls++
 	return spec.fn(c, args)
 }
