@@ -18,6 +18,7 @@ import (
 	"github.com/deadbolt/deadbolt/fsm"
 	"github.com/deadbolt/deadbolt/server"
 	"github.com/deadbolt/deadbolt/tlsconf"
+	"github.com/deadbolt/deadbolt/transport"
 )
 
 // Config configures a node. The zero value serves 127.0.0.1:6379 from
@@ -77,6 +78,17 @@ type Config struct {
 	// refuses to start unless InsecureCluster is set.
 	ClusterSecret   []byte
 	InsecureCluster bool
+	// TLSCluster makes every connection between members mutual TLS
+	// (transport.TLSAuth; Redis's tls-cluster): Raft, read-index rounds,
+	// members' commands and forwarding, and --join, which then takes a
+	// TLS client address. A member presents TLS's certificate and key,
+	// or TLSClusterCertFile and TLSClusterKeyFile if set, and accepts only
+	// peers whose certificate TLS's CAs signed. With ClusterSecret too, a
+	// peer must pass both.
+	TLSCluster            bool
+	TLSClusterCertFile    string
+	TLSClusterKeyFile     string
+	TLSClusterKeyFilePass string // TLS.KeyFilePass if empty
 
 	// Shutdown, if set, lets clients stop the node with SHUTDOWN: it is
 	// called once when the first such command is accepted, and the
@@ -104,7 +116,8 @@ type Node struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	disc *server.Discovery
+	disc      *server.Discovery
+	memberTLS *transport.TLSAuth // TLSCluster's, reloaded with the client TLS
 	// extra are the listeners beside the main one: Sentinel, TLS, TLS
 	// Sentinel, by the Config field that names each.
 	extra map[string]*extraListener
@@ -155,9 +168,14 @@ func Start(cfg Config) (*Node, error) {
 			// A lone node with a data directory: a one-voter cluster.
 			peers = []cluster.Peer{{ID: id, RaftAddr: cfg.RaftAddr}}
 		}
-		auth, err := peerAuth(cfg)
+		auth, memberTLS, err := peerAuth(cfg)
 		if err != nil {
 			return nil, err
+		}
+		n.memberTLS = memberTLS
+		var joinConn func(net.Conn) (net.Conn, error)
+		if memberTLS != nil {
+			joinConn = memberTLS.ClientTLS
 		}
 		rn, err := cluster.NewNode(cluster.Config{
 			ID: id, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, Peers: peers,
@@ -165,7 +183,7 @@ func Start(cfg Config) (*Node, error) {
 			ElectionTimeout: cfg.ElectionTimeout, LeaderLease: cfg.LeaderLease,
 			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget,
 			Logger: cfg.Logger, RaftLog: cfg.RaftLog, Deliver: hub, Password: cfg.RequirePass,
-			Network: cfg.network, BeforeSync: cfg.BeforeSync, PeerAuth: auth,
+			Network: cfg.network, BeforeSync: cfg.BeforeSync, PeerAuth: auth, JoinConn: joinConn,
 		})
 		if err != nil {
 			return nil, err

@@ -2,9 +2,11 @@ package deadbolt
 
 import (
 	"crypto/tls"
+	"errors"
 	"net"
 
 	"github.com/deadbolt/deadbolt/tlsconf"
+	"github.com/deadbolt/deadbolt/transport"
 )
 
 // loadTLS checks the TLS settings and loads the certificates: nil when no
@@ -73,5 +75,16 @@ func (n *Node) TLSAddr() string {
 func (n *Node) TLSSentinelAddr() string { return n.extraAddr("tls-sentinel") }
 
 // ReloadTLS reloads the TLS certificates and keys from their files, for
-// the connections that come next (SIGHUP).
-func (n *Node) ReloadTLS() error { return n.srv.ReloadTLS() }
+// the connections that come next (SIGHUP): the clients' and, with
+// TLSCluster, the members'. What fails to load keeps what is in force.
+func (n *Node) ReloadTLS() error {
+	err := n.srv.ReloadTLS()
+	if n.memberTLS != nil {
+		err = errors.Join(err, n.memberTLS.Reload())
+	}
+	return err
+}
+
+// MemberTLS is the members' TLS authentication (TLSCluster), nil without
+// it: its Failures count the peers it refused.
+func (n *Node) MemberTLS() *transport.TLSAuth { return n.memberTLS }

@@ -8,27 +8,42 @@ import (
 	"github.com/deadbolt/deadbolt/transport"
 )
 
-// peerAuth is how a node authenticates the other members: with the
-// cluster secret, or not at all where that is allowed (a Raft address on
-// loopback, which only this machine reaches, or InsecureCluster).
-func peerAuth(cfg Config) (transport.PeerAuth, error) {
+// peerAuth is how a node authenticates the other members: mutual TLS
+// (TLSCluster), the cluster secret, both (TLS first, so that the secret's
+// handshake is encrypted), or not at all where that is allowed (a Raft
+// address on loopback, which only this machine reaches, or
+// InsecureCluster). tlsAuth is the TLS part, for SIGHUP and --join.
+func peerAuth(cfg Config) (auth transport.PeerAuth, tlsAuth *transport.TLSAuth, err error) {
+	var chain []transport.PeerAuth
+	onFailure := func(remote string, err error) {
+		if cfg.Logger != nil {
+			cfg.Logger.Warn("cluster: a peer failed authentication; nothing it sent was read", "remote", remote, "err", err)
+		}
+	}
+	if cfg.TLSCluster {
+		if tlsAuth, err = transport.NewTLSAuth(memberTLS(cfg), 5*time.Second); err != nil {
+			return nil, nil, err
+		}
+		tlsAuth.OnFailure = onFailure
+		chain = append(chain, tlsAuth)
+	}
 	if len(cfg.ClusterSecret) > 0 {
 		a, err := transport.NewSecretAuth(cfg.ClusterSecret, 5*time.Second)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		log := cfg.Logger
-		a.OnFailure = func(remote string, err error) {
-			if log != nil {
-				log.Warn("cluster: a peer failed authentication; nothing it sent was read", "remote", remote, "err", err)
-			}
-		}
-		return a, nil
+		a.OnFailure = onFailure
+		chain = append(chain, a)
 	}
-	if cfg.InsecureCluster || loopback(cfg.RaftAddr) {
-		return nil, nil
+	switch {
+	case len(chain) == 1:
+		return chain[0], tlsAuth, nil
+	case len(chain) > 1:
+		return transport.Chain(chain...), tlsAuth, nil
+	case cfg.InsecureCluster || loopback(cfg.RaftAddr):
+		return nil, nil, nil
 	}
-	return nil, fmt.Errorf("the Raft address %s is not a loopback address, and nothing would stop a process that is no member from speaking Raft to it (changing the term, the leader, the data): give every member the same --cluster-secret-file, or --insecure-cluster to accept whoever can reach it", cfg.RaftAddr)
+	return nil, nil, fmt.Errorf("the Raft address %s is not a loopback address, and nothing would stop a process that is no member from speaking Raft to it (changing the term, the leader, the data): give every member --tls-cluster (with certificates one CA signed) or the same --cluster-secret-file, or --insecure-cluster to accept whoever can reach it", cfg.RaftAddr)
 }
 
 // loopback reports whether addr's host can only be reached from this

@@ -15,12 +15,11 @@ import (
 )
 
 // A process that is no member connects to the nodes' Raft addresses and
-// speaks raft's own RPCs: AppendEntries with a far higher term that
-// carries a write, RequestVote with a higher term, InstallSnapshot of an
-// empty state. Without peer authentication (--insecure-cluster) the test
-// shows the damage: the term jumps and the stranger's write is applied.
-// With a cluster secret nothing changes: the same term, the same leader,
-// no write, and the failed handshakes are counted.
+// speaks raft's own RPCs (attack). Without peer authentication
+// (--insecure-cluster) the test shows the damage: the term jumps and the
+// stranger's write is applied. With a cluster secret nothing changes: the
+// same term, the same leader, no write, and every node counts the failed
+// handshake. (hostile_tls_test.go: the same with --tls-cluster.)
 func TestHostilePeer(t *testing.T) {
 	for _, secure := range []bool{false, true} {
 		name := "insecure"
@@ -28,105 +27,115 @@ func TestHostilePeer(t *testing.T) {
 			name = "secret"
 		}
 		t.Run(name, func(t *testing.T) {
-			var auth *transport.SecretAuth
+			var auths []*transport.SecretAuth
 			c := startTestClusterWith(t, 3, func(i int, cfg *Config) {
 				if secure {
 					a, err := transport.NewSecretAuth([]byte("a cluster secret of the test"), time.Second)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if i == 0 {
-						auth = a
-					}
+					auths = append(auths, a)
 					cfg.PeerAuth = a
 				}
 			})
-			li := c.leader(-1)
-			l := c.nodes[li]
-			fi := (li + 1) % 3
-			f := c.nodes[fi]
-			ctx := context.Background()
-			if _, err := l.ApplyLocal(ctx, cmd("SET", "k", "member")); err != nil {
-				t.Fatal(err)
-			}
-			c.converged()
-			term := l.raft.CurrentTerm()
-
 			stranger, hdr := newStranger(t)
-
-			// AppendEntries to a follower: a far higher term, an entry that
-			// follows the follower's log, committed at once.
-			last := f.raft.LastIndex()
-			lastTerm, _ := strconv.ParseUint(f.raft.Stats()["last_log_term"], 10, 64)
-			ae := &raft.AppendEntriesRequest{
-				RPCHeader: hdr, Term: term + 1000, PrevLogEntry: last, PrevLogTerm: lastTerm,
-				Entries: []*raft.Log{{Index: last + 1, Term: term + 1000, Type: raft.LogCommand,
-					Data: AppendEntry(nil, Entry{Time: 1, Cmd: fsm.Command{Args: [][]byte{[]byte("SET"), []byte("k"), []byte("stranger")}}})}},
-				LeaderCommitIndex: last + 1,
-			}
-			var aer raft.AppendEntriesResponse
-			aeErr := stranger.AppendEntries(raft.ServerID(c.ids[fi]), raft.ServerAddress(f.RaftAddr()), ae, &aer)
-
-			// RequestVote to the leader with a higher term.
-			rv := &raft.RequestVoteRequest{RPCHeader: hdr, Term: term + 2000, LastLogIndex: 1 << 40, LastLogTerm: term + 2000}
-			var rvr raft.RequestVoteResponse
-			rvErr := stranger.RequestVote(raft.ServerID(c.ids[li]), raft.ServerAddress(l.RaftAddr()), rv, &rvr)
-
-			// InstallSnapshot of an empty state to the other follower. Only
-			// with authentication: without it, this one (it carries no
-			// configuration) makes raft panic in the member, which would
-			// end the test process: damage enough.
-			var isErr error
-			if secure {
-				isErr = c.installEmpty(stranger, hdr, (li+2)%3, term)
-			}
-
-			if !secure {
-				// The damage is real: the check can fail.
-				if aeErr != nil || rvErr != nil {
-					t.Fatalf("the stranger's RPCs failed without authentication: %v, %v", aeErr, rvErr)
+			c.attack(stranger, hdr, secure)
+			for i, a := range auths {
+				if a.Failures() == 0 {
+					t.Fatalf("%s counted no failed handshake", c.ids[i])
 				}
-				if got := f.raft.CurrentTerm(); got < term+1000 {
-					t.Fatalf("follower's term %d after a stranger's AppendEntries of term %d", got, term+1000)
-				}
-				deadline := time.Now().Add(5 * time.Second)
-				for {
-					f.fsm.mu.Lock()
-					res := f.state.Read(0, cmd("GET", "k"))
-					f.fsm.mu.Unlock()
-					if string(res.Reply.Str) == "stranger" {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("the stranger's write was not applied: GET k = %s", res.Reply.String())
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-				t.Logf("insecure: term %d → %d, the stranger's SET applied", term, f.raft.CurrentTerm())
-				return
-			}
-			if aeErr == nil || rvErr == nil || isErr == nil {
-				t.Fatalf("a stranger's RPC was answered: AppendEntries %v, RequestVote %v, InstallSnapshot %v", aeErr, rvErr, isErr)
-			}
-			time.Sleep(500 * time.Millisecond) // what a success would have set in motion
-			if nl := c.leader(-1); nl != li {
-				t.Fatalf("leadership moved from %s to %s", c.ids[li], c.ids[nl])
-			}
-			for i, n := range c.nodes {
-				if got := n.raft.CurrentTerm(); got != term {
-					t.Fatalf("%s's term moved from %d to %d", c.ids[i], term, got)
-				}
-				n.fsm.mu.Lock()
-				res := n.state.Read(0, cmd("GET", "k"))
-				n.fsm.mu.Unlock()
-				if string(res.Reply.Str) != "member" {
-					t.Fatalf("%s: GET k = %s", c.ids[i], res.Reply.String())
-				}
-			}
-			if auth.Failures() == 0 {
-				t.Fatal("no failed handshake was counted")
 			}
 		})
+	}
+}
+
+// attack has stranger send raft RPCs with a far higher term to every
+// node: AppendEntries carrying a write to a follower, RequestVote to the
+// leader, InstallSnapshot of an empty state to the other follower (only
+// when secure: without authentication it makes raft panic in the member,
+// which would end the test process: damage enough). Without
+// authentication it checks the damage (the follower's term jumps and the
+// stranger's write is applied), with it that nothing changed: the same
+// term, the same leader, the members' data.
+func (c *testCluster) attack(stranger *raft.NetworkTransport, hdr raft.RPCHeader, secure bool) {
+	t := c.tb
+	t.Helper()
+	li := c.leader(-1)
+	l := c.nodes[li]
+	fi := (li + 1) % 3
+	f := c.nodes[fi]
+	ctx := context.Background()
+	if _, err := l.ApplyLocal(ctx, cmd("SET", "k", "member")); err != nil {
+		t.Fatal(err)
+	}
+	c.converged()
+	term := l.raft.CurrentTerm()
+
+	// AppendEntries to a follower: a far higher term, an entry that
+	// follows the follower's log, committed at once.
+	last := f.raft.LastIndex()
+	lastTerm, _ := strconv.ParseUint(f.raft.Stats()["last_log_term"], 10, 64)
+	ae := &raft.AppendEntriesRequest{
+		RPCHeader: hdr, Term: term + 1000, PrevLogEntry: last, PrevLogTerm: lastTerm,
+		Entries: []*raft.Log{{Index: last + 1, Term: term + 1000, Type: raft.LogCommand,
+			Data: AppendEntry(nil, Entry{Time: 1, Cmd: fsm.Command{Args: [][]byte{[]byte("SET"), []byte("k"), []byte("stranger")}}})}},
+		LeaderCommitIndex: last + 1,
+	}
+	var aer raft.AppendEntriesResponse
+	aeErr := stranger.AppendEntries(raft.ServerID(c.ids[fi]), raft.ServerAddress(f.RaftAddr()), ae, &aer)
+
+	// RequestVote to the leader with a higher term.
+	rv := &raft.RequestVoteRequest{RPCHeader: hdr, Term: term + 2000, LastLogIndex: 1 << 40, LastLogTerm: term + 2000}
+	var rvr raft.RequestVoteResponse
+	rvErr := stranger.RequestVote(raft.ServerID(c.ids[li]), raft.ServerAddress(l.RaftAddr()), rv, &rvr)
+
+	var isErr error
+	if secure {
+		isErr = c.installEmpty(stranger, hdr, (li+2)%3, term)
+	}
+
+	if !secure {
+		// The damage is real: the check can fail.
+		if aeErr != nil || rvErr != nil {
+			t.Fatalf("the stranger's RPCs failed without authentication: %v, %v", aeErr, rvErr)
+		}
+		if got := f.raft.CurrentTerm(); got < term+1000 {
+			t.Fatalf("follower's term %d after a stranger's AppendEntries of term %d", got, term+1000)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			f.fsm.mu.Lock()
+			res := f.state.Read(0, cmd("GET", "k"))
+			f.fsm.mu.Unlock()
+			if string(res.Reply.Str) == "stranger" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the stranger's write was not applied: GET k = %s", res.Reply.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Logf("insecure: term %d → %d, the stranger's SET applied", term, f.raft.CurrentTerm())
+		return
+	}
+	if aeErr == nil || rvErr == nil || isErr == nil {
+		t.Fatalf("a stranger's RPC was answered: AppendEntries %v, RequestVote %v, InstallSnapshot %v", aeErr, rvErr, isErr)
+	}
+	t.Logf("refused: AppendEntries %v; RequestVote %v; InstallSnapshot %v", aeErr, rvErr, isErr)
+	time.Sleep(500 * time.Millisecond) // what a success would have set in motion
+	if nl := c.leader(-1); nl != li {
+		t.Fatalf("leadership moved from %s to %s", c.ids[li], c.ids[nl])
+	}
+	for i, n := range c.nodes {
+		if got := n.raft.CurrentTerm(); got != term {
+			t.Fatalf("%s's term moved from %d to %d", c.ids[i], term, got)
+		}
+		n.fsm.mu.Lock()
+		res := n.state.Read(0, cmd("GET", "k"))
+		n.fsm.mu.Unlock()
+		if string(res.Reply.Str) != "member" {
+			t.Fatalf("%s: GET k = %s", c.ids[i], res.Reply.String())
+		}
 	}
 }
 

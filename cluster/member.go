@@ -18,7 +18,8 @@ import (
 // node, or a node restarted after the change, strands no member, and a
 // client of the RESP port cannot pass for a member. RAFT JOIN is sent by a
 // node that is not a member yet, to the client address an operator gives
-// it (--join), and keeps the client password.
+// it (--join), and keeps the client password; with --tls-cluster that
+// connection is TLS too (Config.JoinConn), to a TLS client address.
 
 // SetMemberServer sets what serves the members' connections (the
 // server's ServeMember); until then they are closed.

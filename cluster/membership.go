@@ -347,13 +347,18 @@ func (n *Node) NotLeaderReply() resp.Reply {
 }
 
 // JoinVia asks the cluster that the member at addr belongs to to add this
-// node as a voter, following redirects to the leader.
+// node as a voter, following redirects to the leader. A redirect that
+// leads nowhere (a leader gone since, or, with TLS, a leader's address
+// that serves no TLS) sends the next try back to addr.
 func (n *Node) JoinVia(ctx context.Context, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, 4*n.cfg.CommandTimeout)
 	defer cancel()
+	seed := addr
 	for {
 		r, err := n.roundTrip(ctx, addr, [][]byte{[]byte("RAFT"), []byte("JOIN"), []byte(n.cfg.ID), []byte(n.RaftAddr())})
 		switch {
+		case err != nil && addr != seed:
+			addr = seed // after the pause below
 		case err == nil && r.Type == resp.Status:
 			return nil
 		case err == nil && r.Type == resp.Error && strings.HasPrefix(string(r.Str), leaderAtPrefix):

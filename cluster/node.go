@@ -51,10 +51,14 @@ type Config struct {
 	Deliver           Deliverer // this node's pub/sub hub
 	Password          string    // AUTH for forwarding to other nodes' client ports
 	Network           *Network  // test hook: links that tests can cut
-	// PeerAuth authenticates every connection of the Raft transport (and
-	// of read-index rounds) before anything on it is read; nil trusts
-	// whoever connects (--insecure-cluster).
+	// PeerAuth authenticates every connection on the Raft address (raft's,
+	// read-index rounds', members' commands') before anything on it is
+	// read: the cluster secret, mutual TLS, or both; nil trusts whoever
+	// connects (--insecure-cluster).
 	PeerAuth transport.PeerAuth
+	// JoinConn, if set, wraps each connection JoinVia opens to a member's
+	// client address before anything is sent (TLS, with --tls-cluster).
+	JoinConn func(net.Conn) (net.Conn, error)
 	// DiskStall: a leader whose own log sync has waited longer stops
 	// sending to its followers, so that they elect another (durable.go).
 	// 0: 1 s; negative: never.
@@ -175,6 +179,21 @@ func NewNode(cfg Config) (*Node, error) {
 	if cfg.Network != nil {
 		n.fwd.dial = func(ctx context.Context, addr string) (net.Conn, error) {
 			return cfg.Network.dial(ctx, cfg.ID, addr)
+		}
+	}
+	if cfg.JoinConn != nil {
+		dial := n.fwd.dial
+		n.fwd.dial = func(ctx context.Context, addr string) (net.Conn, error) {
+			c, err := dial(ctx, addr)
+			if err != nil {
+				return nil, err
+			}
+			wc, err := cfg.JoinConn(c)
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			return wc, nil
 		}
 	}
 

@@ -11,14 +11,14 @@ import (
 // A cluster node sends the others the commands that only members may send
 // (DEADBOLT.FORWARD, DEADBOLT.APPLIED, RAFT REMOVED, and WAIT on behalf of
 // a client) on connections it opens to their Raft address, which
-// authenticate it as a member (cluster/readindex.go, transport.PeerAuth)
+// authenticate it as a member (cluster/demux.go, transport.PeerAuth)
 // before the cluster hands them here. Such a connection is a member's: it
 // needs no AUTH, whatever the client password is, so a password changed
 // on one node, or a node restarted after the change, strands no member.
 
 // msgMembersOnly refuses a members' command on a client connection of a
 // node whose members authenticate each other.
-const msgMembersOnly = "ERR only cluster members may send this, on the Raft address (this node's members prove the cluster secret)"
+const msgMembersOnly = "ERR only cluster members may send this, on the Raft address (this node's members authenticate each other: cluster secret or TLS)"
 
 // ServeMember serves a connection from another member of the cluster,
 // already authenticated by the cluster's transport, on a goroutine of its

@@ -35,7 +35,7 @@ type PeerAuth interface {
 // one side's answer from serving as the other's. The secret never crosses
 // the wire. What follows the handshake is not encrypted: a network where
 // someone can read or take over an established TCP connection needs
-// mutual TLS between members instead.
+// mutual TLS between members (TLSAuth) instead, or beneath it (Chain).
 const (
 	handshakeMagic = "DBPEER1\n"
 	nonceLen       = 32

@@ -63,7 +63,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		masterName  = fs.String("master-name", "mymaster", "the master `name` Sentinel clients ask for (the Raft leader)")
 		sentinelAt  = fs.String("sentinel-addr", "", "also serve on this `host:port` (such as 127.0.0.1:26379), for clients that expect Sentinels on a port of their own")
 		secretFile  = fs.String("cluster-secret-file", "", "`file` holding the cluster's shared secret (at least 16 bytes; the same on every member): every connection between members proves it before anything on it is read")
-		insecure    = fs.Bool("insecure-cluster", false, "accept Raft connections from whoever can reach --raft-addr, without a cluster secret (needed for a non-loopback --raft-addr without --cluster-secret-file)")
+		insecure    = fs.Bool("insecure-cluster", false, "accept Raft connections from whoever can reach --raft-addr, without a cluster secret or TLS (needed for a non-loopback --raft-addr without --cluster-secret-file or --tls-cluster)")
+		tlsCluster  = fs.Bool("tls-cluster", false, "TLS between members (Redis's tls-cluster): every connection between members is mutual TLS with --tls-cert-file/--tls-key-file (or --tls-cluster-cert-file/--tls-cluster-key-file), and a member accepts only peers whose certificate --tls-ca-cert-file/--tls-ca-cert-dir signed; --join then takes a member's TLS client address")
+		tlsClCert   = fs.String("tls-cluster-cert-file", "", "TLS between members: this member's certificate chain (PEM `file`), presented to the others instead of --tls-cert-file; good for both server and client authentication")
+		tlsClKey    = fs.String("tls-cluster-key-file", "", "TLS between members: the key of --tls-cluster-cert-file (PEM `file`, possibly encrypted)")
+		tlsClPass   = fs.String("tls-cluster-key-file-pass", "", "TLS between members: the `passphrase` of an encrypted --tls-cluster-key-file (default: --tls-key-file-pass)")
 		showVersion = fs.Bool("version", false, "print the version and exit")
 		tlsAddr     = fs.String("tls-addr", "", "also serve TLS clients on `host:port` (Redis's tls-port); with --addr \"\" only TLS")
 		tlsSentinel = fs.String("tls-sentinel-addr", "", "serve the Sentinel commands over TLS on `host:port`")
@@ -128,6 +132,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *addr == "" && *tlsAddr == "" {
 		return errors.New("--addr \"\" serves no clients without --tls-addr")
 	}
+	if (*tlsClCert == "") != (*tlsClKey == "") {
+		return errors.New("--tls-cluster-cert-file and --tls-cluster-key-file go together")
+	}
+	if (*tlsClCert != "" || *tlsClPass != "") && !*tlsCluster {
+		return errors.New("--tls-cluster-cert-file, --tls-cluster-key-file and --tls-cluster-key-file-pass need --tls-cluster")
+	}
+	if *tlsCluster && *raftAddr == "" && *dataDir == "" {
+		return errors.New("--tls-cluster needs a cluster member: --raft-addr or --data-dir")
+	}
 	var secret []byte
 	if *secretFile != "" {
 		if secret, err = transport.LoadSecretFile(*secretFile); err != nil {
@@ -146,43 +159,49 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		beforeSync = stallWhileExists(ctx, *stallFile, logger)
 	}
 	node, err := deadbolt.Start(deadbolt.Config{
-		Clock:                clock,
-		BeforeSync:           beforeSync,
-		Addr:                 *addr,
-		RequirePass:          *requirepass,
-		ProtectedMode:        *protected == "yes",
-		MaxClients:           *maxClients,
-		MaxBulkLen:           *maxBulk,
-		Logger:               logger,
-		Version:              version,
-		ID:                   *id,
-		RaftAddr:             *raftAddr,
-		DataDir:              *dataDir,
-		Peers:                peerList,
-		Join:                 *join,
-		SnapshotThreshold:    *snapEvery,
-		HeartbeatTimeout:     *heartbeat,
-		ElectionTimeout:      *election,
-		LeaderLease:          *lease,
-		DiskStall:            *diskStall,
-		MasterName:           *masterName,
-		SentinelAddr:         *sentinelAt,
-		TLSAddr:              *tlsAddr,
-		TLSSentinelAddr:      *tlsSentinel,
-		TLS:                  tlsOpts,
-		NotifyKeyspaceEvents: *notifyKS,
-		ClusterSecret:        secret,
-		InsecureCluster:      *insecure,
-		Shutdown:             func() { stopServing(errShutdownCommand) },
+		Clock:                 clock,
+		BeforeSync:            beforeSync,
+		Addr:                  *addr,
+		RequirePass:           *requirepass,
+		ProtectedMode:         *protected == "yes",
+		MaxClients:            *maxClients,
+		MaxBulkLen:            *maxBulk,
+		Logger:                logger,
+		Version:               version,
+		ID:                    *id,
+		RaftAddr:              *raftAddr,
+		DataDir:               *dataDir,
+		Peers:                 peerList,
+		Join:                  *join,
+		SnapshotThreshold:     *snapEvery,
+		HeartbeatTimeout:      *heartbeat,
+		ElectionTimeout:       *election,
+		LeaderLease:           *lease,
+		DiskStall:             *diskStall,
+		MasterName:            *masterName,
+		SentinelAddr:          *sentinelAt,
+		TLSAddr:               *tlsAddr,
+		TLSSentinelAddr:       *tlsSentinel,
+		TLS:                   tlsOpts,
+		NotifyKeyspaceEvents:  *notifyKS,
+		ClusterSecret:         secret,
+		InsecureCluster:       *insecure,
+		TLSCluster:            *tlsCluster,
+		TLSClusterCertFile:    *tlsClCert,
+		TLSClusterKeyFile:     *tlsClKey,
+		TLSClusterKeyFilePass: *tlsClPass,
+		Shutdown:              func() { stopServing(errShutdownCommand) },
 	})
 	if err != nil {
 		return err
 	}
 	logger.Info("deadbolt ready", "addr", node.Addr(), "sentinel", node.SentinelAddr(), "version", version, "go", runtime.Version(),
 		"raft", *raftAddr != "" || *dataDir != "", "id", *id, "raft_addr", *raftAddr, "data_dir", *dataDir, "peers", *peers, "join", *join,
-		"members_authenticated", secret != nil)
+		"members_authenticated", secret != nil || *tlsCluster, "members_tls", *tlsCluster)
 	if node.TLSAddr() != "" || node.TLSSentinelAddr() != "" {
 		logger.Info("serving TLS", "tls_addr", node.TLSAddr(), "tls_sentinel", node.TLSSentinelAddr(), "auth_clients", tlsOpts.AuthClients)
+	}
+	if node.TLSAddr() != "" || node.TLSSentinelAddr() != "" || *tlsCluster {
 		go reloadOnHangup(ctx, node, logger)
 	}
 	<-ctx.Done()
@@ -297,6 +316,10 @@ Examples:
            --peers n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000 \
            --requirepass PASSWORD              one member of a three-node cluster
   deadbolt --id n4 ... --join 10.0.0.1:6379    a new member, through any member's client port
+  deadbolt --id n1 ... --tls-cluster --tls-addr 10.0.0.1:6380 --tls-cert-file n1.crt \
+           --tls-key-file n1.key --tls-ca-cert-file ca.crt
+                                             members speak mutual TLS to each other (and a
+                                             new member's --join takes a --tls-addr)
 
 Flags:
 `)

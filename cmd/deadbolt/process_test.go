@@ -23,6 +23,7 @@ import (
 // proc is one real deadbolt process.
 type proc struct {
 	id, addr, raft, dir string
+	extra               []string // more flags
 	cmd                 *exec.Cmd
 	log                 *os.File
 }
@@ -34,9 +35,15 @@ type proc struct {
 // among them, could take it before the child listens.
 func freeAddr(t *testing.T) string {
 	t.Helper()
+	return freeAddrOn(t, "127.0.0.1")
+}
+
+// freeAddrOn is freeAddr on another loopback address, such as 127.0.0.2.
+func freeAddrOn(t *testing.T, host string) string {
+	t.Helper()
 	for range 1000 {
 		port := 10000 + rand.Intn(22000)
-		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
 			continue
 		}
@@ -67,8 +74,9 @@ func (p *proc) start(t *testing.T, bin, peers string) {
 		t.Fatal(err)
 	}
 	p.log = f
-	p.cmd = exec.Command(bin, "--id", p.id, "--addr", p.addr, "--raft-addr", p.raft,
-		"--data-dir", filepath.Join(p.dir, "data"), "--peers", peers, "--snapshot-threshold", "64")
+	args := []string{"--id", p.id, "--addr", p.addr, "--raft-addr", p.raft,
+		"--data-dir", filepath.Join(p.dir, "data"), "--peers", peers, "--snapshot-threshold", "64"}
+	p.cmd = exec.Command(bin, append(args, p.extra...)...)
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 // Package testcerts makes test certificates with the real openssl command:
-// a CA, a server certificate for 127.0.0.1 and localhost, client
-// certificates (one signed by another CA), and encrypted copies of the
-// server's key. Without openssl the test is skipped, or fails when
+// a CA, a server certificate for 127.0.0.1 and localhost, a second
+// member's certificate, client certificates (one signed by another CA),
+// and encrypted copies of the server's key. Without openssl the test is skipped, or fails when
 // CI=true.
 package testcerts
 
@@ -19,7 +19,8 @@ import (
 type Set struct {
 	Dir                 string
 	CA, CAKey           string // the CA that signed the server and client certificates
-	Cert, Key           string // the server's, for 127.0.0.1, localhost and 127.0.0.2
+	Cert, Key           string // the server's, for 127.0.0.1-3 and localhost; good for client authentication too
+	Node2Cert, Node2Key string // another cluster member's, the CA signed, good for server and client authentication
 	ClientCert          string // a client certificate the CA signed
 	ClientKey           string
 	StrangerCert        string // a client certificate another CA signed
@@ -41,6 +42,7 @@ func Make(tb testing.TB) *Set {
 	p := func(name string) string { return filepath.Join(dir, name) }
 	s := &Set{
 		Dir: dir, CA: p("ca.crt"), CAKey: p("ca.key"), Cert: p("server.crt"), Key: p("server.key"),
+		Node2Cert: p("node2.crt"), Node2Key: p("node2.key"),
 		ClientCert: p("client.crt"), ClientKey: p("client.key"),
 		StrangerCert: p("stranger.crt"), StrangerKey: p("stranger.key"),
 		KeyPKCS8: p("server-pkcs8.key"), KeyLegacy: p("server-legacy.key"), Pass: "s3cret pass",
@@ -67,7 +69,9 @@ func Make(tb testing.TB) *Set {
 	}
 	ca(s.CAKey, s.CA, "deadbolt test CA")
 	leaf(s.Key, s.Cert, s.CA, s.CAKey, "deadbolt test server",
-		"subjectAltName=IP:127.0.0.1,IP:127.0.0.2,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n")
+		"subjectAltName=IP:127.0.0.1,IP:127.0.0.2,IP:127.0.0.3,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n")
+	leaf(s.Node2Key, s.Node2Cert, s.CA, s.CAKey, "deadbolt test node 2",
+		"subjectAltName=IP:127.0.0.2\nextendedKeyUsage=serverAuth,clientAuth\n")
 	leaf(s.ClientKey, s.ClientCert, s.CA, s.CAKey, "deadbolt test client", "extendedKeyUsage=clientAuth\n")
 	otherCA, otherKey := p("other-ca.crt"), p("other-ca.key")
 	ca(otherKey, otherCA, "another CA")
