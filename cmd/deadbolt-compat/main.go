@@ -192,8 +192,13 @@ func (r *runner) findDeps(ctx context.Context) {
 		r.missing["node"] = fmt.Sprintf("%s: %v", r.node, err)
 	} else if major, _ := strconv.Atoi(strings.TrimPrefix(strings.SplitN(strings.TrimSpace(string(out)), ".", 2)[0], "v")); major < 20 {
 		r.missing["node"] = fmt.Sprintf("node %s: the pinned ioredis needs node >= 20", strings.TrimSpace(string(out)))
-	} else if _, err := os.Stat(filepath.Join(r.dir, "node", "node_modules", "ioredis")); err != nil {
-		r.missing["node"] = fmt.Sprintf("%s/node/node_modules is not installed (make compat-deps)", r.dir)
+	} else {
+		for _, pkg := range []string{"ioredis", "redis4", "redis5"} {
+			if _, err := os.Stat(filepath.Join(r.dir, "node", "node_modules", pkg)); err != nil {
+				r.missing["node"] = fmt.Sprintf("%s/node/node_modules/%s is not installed (make compat-deps)", r.dir, pkg)
+				break
+			}
+		}
 	}
 	if _, err := exec.LookPath(r.redisCLI); err != nil {
 		r.missing["cli"] = fmt.Sprintf("%s: %v (apt-get install redis-tools)", r.redisCLI, err)

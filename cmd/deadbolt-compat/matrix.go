@@ -62,6 +62,11 @@ var rows = []row{
 	{"ioredis + redlock", "node", "redlock", []string{"single", "3×single", "direct", "sentinel", "cluster", "redis-server"}},
 	{"ioredis + redis-semaphore", "node", "semaphore", []string{"single", "3×single", "direct", "sentinel", "cluster", "redis-server"}},
 	{"ioredis + node-redisson", "node", "redisson", []string{"single", "direct", "sentinel", "cluster", "redis-server"}},
+	// node-redis (npm `redis`), two majors side by side (npm aliases redis4
+	// and redis5): 4.x speaks RESP2 and has no Sentinel client; 5.x runs
+	// with RESP: 3 and createSentinel.
+	{"node-redis v4 (RESP2)", "node", "noderedis4", []string{"single", "direct", "cluster", "redis-server"}},
+	{"node-redis v5 (RESP3)", "node", "noderedis5", []string{"single", "single+sentinel", "direct", "sentinel", "cluster", "redis-server"}},
 	{"redis-cli transcripts", "cli", "", []string{"single", "direct", "sentinel", "cluster", "redis-server"}},
 }
 

@@ -53,4 +53,4 @@ fi
 say() { "$@" 2>/dev/null || echo "missing"; }
 echo "compat-deps: python3-redis $(say /usr/bin/python3 -c 'import redis; print(redis.__version__)')," \
 	"redis-cli $(say redis-cli --version | cut -d' ' -f2), node $(say node --version)," \
-	"$(cd node && say node -p '["ioredis","redlock","redis-semaphore","node-redisson"].map(p => p + " " + JSON.parse(require("fs").readFileSync("node_modules/" + p + "/package.json")).version).join(", ")')"
+	"$(cd node && say node -p '["ioredis","redlock","redis-semaphore","node-redisson","redis4","redis5"].map(p => p + " " + JSON.parse(require("fs").readFileSync("node_modules/" + p + "/package.json")).version).join(", ")')"

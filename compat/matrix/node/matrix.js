@@ -3,8 +3,9 @@
 //
 //   node matrix.js SUITE MODE
 //
-// SUITE is redlock, semaphore or redisson; MODE is single, sentinel,
-// direct, cluster or redlock3. Addresses and the phase come from the
+// SUITE is redlock, semaphore, redisson (over ioredis), noderedis4 or
+// noderedis5 (node-redis 4.x and 5.x); MODE is single, sentinel, direct,
+// cluster or redlock3. Addresses and the phase come from the
 // environment (COMPAT_*, set by cmd/deadbolt-compat). In the check phase
 // the suite's transcript runs; in the failover phase two workers contend
 // for one lock around the runner's leader kill (common.js, failover).
@@ -17,6 +18,8 @@ const suites = {
   redlock: require('./redlock'),
   semaphore: require('./semaphore'),
   redisson: require('./redisson'),
+  noderedis4: require('./noderedis').suite(4),
+  noderedis5: require('./noderedis').suite(5),
 };
 
 // installedVersion reads node_modules/<pkg>/package.json (some packages'
@@ -36,7 +39,7 @@ async function main(argv) {
   if (!suite) throw new Fail(`unknown suite ${name}`);
   if (!suite.modes.includes(mode)) throw new Fail(`suite ${name} does not run in mode ${mode}`);
   const env = new Env(mode);
-  const versions = ['ioredis', 'redlock', 'redis-semaphore', 'node-redisson'].map((p) => `${p} ${installedVersion(p)}`);
+  const versions = ['ioredis', 'redlock', 'redis-semaphore', 'node-redisson', 'redis4', 'redis5'].map((p) => `${p} ${installedVersion(p)}`);
   log(`node ${process.version}, ${versions.join(', ')}; suite ${name}, mode ${mode}, phase ${env.phase}`);
   const timer = setTimeout(() => {
     process.stderr.write(`matrix.js: FAIL: no result after ${env.limitMs} ms\n`);
