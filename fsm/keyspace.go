@@ -118,14 +118,19 @@ func (c *Ctx) put(key []byte, v *Value) {
 	c.f.version++
 	v.Version = c.f.version
 	v.name = k
-	_, existed := c.db.keys[k]
-	if x := c.db.scan; x != nil && !existed && !x.noteAdded(k) {
-		c.db.scan = nil
+	// Whether the key is new matters to a SCAN in progress and to "new"
+	// events only: no lookup otherwise (SET's path).
+	x := c.db.scan
+	if x != nil || c.f.notify&notifyNew != 0 {
+		_, existed := c.db.keys[k]
+		if x != nil && !existed && !x.noteAdded(k) {
+			c.db.scan = nil
+		}
+		if !existed {
+			defer c.notify(notifyNew, "new", key)
+		}
 	}
 	c.db.keys[k] = v
-	if !existed {
-		c.notify(notifyNew, "new", key)
-	}
 	if v.Deadline != 0 {
 		c.f.expires.add(c.dbIndex, k, v.Deadline)
 		c.f.expires.compact(&c.f.dbs)
