@@ -91,7 +91,7 @@ func (c *Ctx) lookup(key []byte) *Value {
 	}
 	if v.expired(c.now) {
 		if !c.readOnly {
-			c.remove(v.keyString(key))
+			c.removeExpired(v.keyString(key), v)
 			c.notify(notifyExpired, "expired", key)
 		}
 		return nil
@@ -167,6 +167,12 @@ func (c *Ctx) del(key []byte) bool {
 
 // remove deletes a key unconditionally, leaving a tombstone for WATCH.
 func (c *Ctx) remove(k string) {
+	c.removeAs(k, 0)
+}
+
+// removeAs deletes a key, leaving a tombstone at version tomb (0: a new
+// version).
+func (c *Ctx) removeAs(k string, tomb uint64) {
 	c.mustWrite()
 	if _, ok := c.db.keys[k]; !ok {
 		return
@@ -176,7 +182,18 @@ func (c *Ctx) remove(k string) {
 		c.db.scan.noteRemoved()
 	}
 	c.f.version++
-	c.f.tombs.add(c.dbIndex, k, c.f.version)
+	if tomb == 0 {
+		tomb = c.f.version
+	}
+	c.f.tombs.add(c.dbIndex, k, tomb)
+}
+
+// removeExpired deletes a key past its deadline. Its tombstone keeps the
+// version WATCH saw for it while it was expired but present (keyVersion),
+// so that a WATCH taken after the key had expired is not broken by the
+// removal, as in Redis 7.0; one taken while it was live is.
+func (c *Ctx) removeExpired(k string, v *Value) {
+	c.removeAs(k, ^v.Version)
 }
 
 // removeIfEmpty deletes an aggregate that has no elements left, as Redis
@@ -361,7 +378,7 @@ func (c *Ctx) reap(limit int) int {
 		}
 		saved := c.dbIndex
 		c.selectDB(e.db)
-		c.remove(e.key)
+		c.removeExpired(e.key, v)
 		c.notify(notifyExpired, "expired", []byte(e.key))
 		c.selectDB(saved)
 		n++

@@ -31,6 +31,9 @@ type tombEntry struct {
 	v uint64
 }
 
+// expiredTomb: versions from here up are the tombstones of expired keys.
+const expiredTomb = 1 << 63
+
 func (t *tombstones) add(db int, key string, version uint64) {
 	if t.byKey == nil {
 		t.byKey = make(map[tombKey]uint64)
@@ -44,7 +47,12 @@ func (t *tombstones) add(db int, key string, version uint64) {
 		t.head++
 		if v, ok := t.byKey[old.k]; ok && v == old.v {
 			delete(t.byKey, old.k)
-			t.floor = max(t.floor, v)
+			// A key removed by expiry has the complement of its last
+			// version (removeExpired): not a point in the sequence, and
+			// no floor for the keys that never changed.
+			if v < expiredTomb {
+				t.floor = max(t.floor, v)
+			}
 		}
 	}
 	if len(t.order)-t.head > 2*len(t.byKey)+1024 {
