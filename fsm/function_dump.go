@@ -183,9 +183,6 @@ func lzfDecompress(in []byte, n int) ([]byte, bool) {
 // functionRestore is FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE].
 func functionRestore(c *Ctx, args [][]byte) resp.Reply {
 	policy := "append"
-	if len(args) > 2 {
-		return resp.Err("ERR wrong number of arguments for 'function|restore' command")
-	}
 	if len(args) == 2 {
 		switch {
 		case optEq(args[1], "flush"):

@@ -1,6 +1,7 @@
 package luaexec
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/deadbolt/deadbolt/resp"
@@ -28,16 +29,6 @@ type FunctionInfo struct {
 	Description string // "" when none was given
 	HasDesc     bool
 	Flags       []string // as given: no-writes, allow-oom, allow-stale, no-cluster, allow-cross-slot-keys
-}
-
-// NoWrites reports whether the function declared no-writes.
-func (f FunctionInfo) NoWrites() bool {
-	for _, fl := range f.Flags {
-		if fl == "no-writes" {
-			return true
-		}
-	}
-	return false
 }
 
 // Library is a loaded library: its metadata and its functions.
@@ -111,7 +102,6 @@ func validFunctionName(s string) bool {
 // loading is the library being loaded: what register_function adds to.
 type loading struct {
 	lib *Library
-	err string // a registration error, which ends the load
 }
 
 // LoadLibrary runs a library's code (its metadata already checked by
@@ -132,7 +122,7 @@ func (e *Engine) LoadLibrary(name string, code []byte) (*Library, resp.Reply) {
 	stmts, cost := instrument(p, true, false)
 	proto, err := lua.Compile(stmts, chunkID("@user_function", 60))
 	if err != nil {
-		return nil, resp.Err("ERR Error compiling function: user_function:" + itoa(compileErrLine(err)) + ": function or expression too complex")
+		return nil, resp.Err("ERR Error compiling function: user_function:" + strconv.Itoa(compileErrLine(err)) + ": function or expression too complex")
 	}
 	proto.IsVarArg &^= lua.VarArgNeedsArg | lua.VarArgHasArg
 
@@ -182,10 +172,6 @@ func (e *Engine) loadErrorText(err error) string {
 		}
 	}
 	return sanitizeError("ERR " + e.tostring(e.L, ae.Object))
-}
-
-func itoa(n int) string {
-	return strings.TrimSpace(string(fmtNumber(float64(n))))
 }
 
 // Keep stores a loaded library's functions in the engine under its name,

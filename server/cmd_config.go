@@ -525,8 +525,6 @@ func (s *Server) applyParam(p *configParam, v string) {
 	case "client-output-buffer-limit":
 		applyCOBL(s, v)
 		return
-	case "notify-keyspace-events":
-		return
 	case "protected-mode":
 		s.adm.protected.Store(v == "yes")
 	}
