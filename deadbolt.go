@@ -7,9 +7,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"github.com/deadbolt/deadbolt/acl"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +28,11 @@ import (
 // memory.
 type Config struct {
 	Addr        string // RESP address; "127.0.0.1:0" picks a free port
-	RequirePass string
+	RequirePass string // the default user's password until ACL changes it
+	// ACLFile is an ACL file in Redis's format (--aclfile): its users are
+	// the node's until the log sets others, ACL LOAD reads it and ACL SAVE
+	// writes it. A file with an error stops Start with the file and line.
+	ACLFile string
 	// ProtectedMode is Redis's protected-mode: without RequirePass,
 	// clients from other than 127.0.0.1 and ::1 are refused. The binary
 	// turns it on by default, as Redis does; embedded nodes listen on
@@ -139,7 +146,12 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	users, err := initialUsers(cfg)
+	if err != nil {
+		return nil, err
+	}
 	scfg := server.Config{
+		ACLFile:       cfg.ACLFile,
 		TLS:           tlsLoader,
 		TLSOnly:       cfg.TLSAddr != "" && cfg.Addr == "",
 		Addr:          cmp.Or(cfg.Addr, cfg.TLSAddr),
@@ -153,7 +165,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	var backend server.Backend
 	if cfg.RaftAddr == "" && cfg.DataDir == "" {
-		n.local = cluster.NewLocal(fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget}), cfg.Clock, hub)
+		n.local = cluster.NewLocal(fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget, Users: users}), cfg.Clock, hub)
 		backend = n.local
 	} else {
 		if cfg.RaftAddr == "" {
@@ -181,7 +193,7 @@ func Start(cfg Config) (*Node, error) {
 			ID: id, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, Peers: peers,
 			SnapshotThreshold: cfg.SnapshotThreshold, HeartbeatTimeout: cfg.HeartbeatTimeout,
 			ElectionTimeout: cfg.ElectionTimeout, LeaderLease: cfg.LeaderLease,
-			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget,
+			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget, Users: users,
 			Logger: cfg.Logger, RaftLog: cfg.RaftLog, Deliver: hub, Password: cfg.RequirePass,
 			Network: cfg.network, BeforeSync: cfg.BeforeSync, PeerAuth: auth, JoinConn: joinConn,
 		})
@@ -325,3 +337,23 @@ var (
 	_ server.KeyspaceStats = (*cluster.Node)(nil)
 	_ server.KeyspaceStats = (*cluster.Local)(nil)
 )
+
+// initialUsers are the ACL users a node starts with: --requirepass as the
+// default user's password, then --aclfile's users, which replace them all
+// (a file without the default user gets Redis's: nopass), as Redis loads
+// them. Once an ACL change is in the log, the log's users are in force.
+func initialUsers(cfg Config) (*acl.Users, error) {
+	users := acl.NewUsers().WithDefaultPassword(cfg.RequirePass)
+	if cfg.ACLFile == "" {
+		return users, nil
+	}
+	text, err := os.ReadFile(cfg.ACLFile)
+	if err != nil {
+		return nil, fmt.Errorf("deadbolt: --aclfile: %w", err)
+	}
+	users, err = acl.ParseFile(cfg.ACLFile, string(text))
+	if err != nil {
+		return nil, fmt.Errorf("deadbolt: --aclfile %s: %w", cfg.ACLFile, err)
+	}
+	return users, nil
+}

@@ -29,10 +29,26 @@ import (
 //	each     uvarint length + a version-1 envelope (its own time stamp)
 //
 // Batches do not nest. A lone command is still written as version 1.
+//
+// A command sent by an ACL user other than the default one (version 3) is
+// a version-1 envelope followed by the user's name:
+//
+//	version byte (3), then the version-1 fields
+//	user     uvarint length + bytes
+//
+// The state machine checks what that user's scripts call against the
+// users it holds at that log index. A node that does not know version 3
+// refuses the entry rather than run it without the check.
 const (
 	envelopeVersion = 1
 	batchVersion    = 2
+	userVersion     = 3
 )
+
+// isCommand reports whether b starts as one command's envelope.
+func isCommand(b []byte) bool {
+	return len(b) > 0 && (b[0] == envelopeVersion || b[0] == userVersion)
+}
 
 // maxEnvelopeCount bounds counts read from an envelope before anything is
 // allocated for them.
@@ -65,7 +81,11 @@ func appendArgs(dst []byte, args [][]byte) []byte {
 // AppendEntry appends the encoding of e to dst.
 func AppendEntry(dst []byte, e Entry) []byte {
 	dst = slices.Grow(dst, maxEntrySize(e)) // one allocation, not one per doubling
-	dst = append(dst, envelopeVersion)
+	if e.Cmd.User != "" {
+		dst = append(dst, userVersion)
+	} else {
+		dst = append(dst, envelopeVersion)
+	}
 	dst = binary.AppendVarint(dst, e.Time)
 	dst = appendUvarint(dst, uint64(e.Cmd.DB))
 	dst = appendArgs(dst, e.Cmd.Args)
@@ -79,12 +99,15 @@ func AppendEntry(dst []byte, e Entry) []byte {
 		dst = appendBytes(dst, []byte(w.Key))
 		dst = appendUvarint(dst, w.Version)
 	}
+	if e.Cmd.User != "" {
+		dst = appendBytes(dst, []byte(e.Cmd.User))
+	}
 	return dst
 }
 
 // maxEntrySize bounds the size of e's envelope.
 func maxEntrySize(e Entry) int {
-	n := 1 + 4*binary.MaxVarintLen64 + maxArgsSize(e.Cmd.Args)
+	n := 1 + 5*binary.MaxVarintLen64 + maxArgsSize(e.Cmd.Args) + len(e.Cmd.User)
 	for _, args := range e.Cmd.Tx {
 		n += maxArgsSize(args)
 	}
@@ -171,7 +194,7 @@ func AppendBatch(dst []byte, envelopes ...[]byte) []byte {
 // (version 1) or a batch (version 2), in order. The returned arguments
 // alias b.
 func DecodeEntries(b []byte) ([]Entry, error) {
-	if len(b) > 0 && b[0] == envelopeVersion {
+	if isCommand(b) {
 		e, err := DecodeEntry(b)
 		if err != nil {
 			return nil, err
@@ -207,10 +230,10 @@ func DecodeEntries(b []byte) ([]Entry, error) {
 	return out, nil
 }
 
-// DecodeEntry decodes a version-1 envelope (one command; forwarding
+// DecodeEntry decodes one command's envelope, version 1 or 3 (forwarding
 // carries these). The returned arguments alias b.
 func DecodeEntry(b []byte) (Entry, error) {
-	if len(b) == 0 || b[0] != envelopeVersion {
+	if !isCommand(b) {
 		return Entry{}, fmt.Errorf("%w: unknown version", ErrBadEnvelope)
 	}
 	r := &envReader{b: b[1:]}
@@ -248,6 +271,11 @@ func DecodeEntry(b []byte) (Entry, error) {
 		}
 		e.Cmd.Watch = append(e.Cmd.Watch, fsm.Watch{DB: int(wdb), Key: string(key), Version: ver})
 	}
+	if b[0] == userVersion {
+		if e.Cmd.User = string(r.bytes()); r.err == nil && e.Cmd.User == "" {
+			r.err = ErrBadEnvelope
+		}
+	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%w: trailing bytes", ErrBadEnvelope)
 	}
@@ -264,7 +292,7 @@ func DecodeEntry(b []byte) (Entry, error) {
 // validEntries reports what DecodeEntries would, without building the
 // entries: it walks the envelope and allocates nothing.
 func validEntries(b []byte) error {
-	if len(b) > 0 && b[0] == envelopeVersion {
+	if isCommand(b) {
 		return validEntry(b)
 	}
 	if len(b) == 0 || b[0] != batchVersion {
@@ -290,9 +318,9 @@ func validEntries(b []byte) error {
 	return r.err
 }
 
-// validEntry is validEntries for a version-1 envelope (DecodeEntry).
+// validEntry is validEntries for one command's envelope (DecodeEntry).
 func validEntry(b []byte) error {
-	if len(b) == 0 || b[0] != envelopeVersion {
+	if !isCommand(b) {
 		return fmt.Errorf("%w: unknown version", ErrBadEnvelope)
 	}
 	r := envReader{b: b[1:]}
@@ -318,6 +346,9 @@ func validEntry(b []byte) error {
 		}
 		r.bytes()
 		r.uvarint()
+	}
+	if b[0] == userVersion && len(r.bytes()) == 0 && r.err == nil {
+		r.err = ErrBadEnvelope
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%w: trailing bytes", ErrBadEnvelope)

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"github.com/deadbolt/deadbolt/acl"
 	"sync"
 	"time"
 
@@ -60,6 +61,7 @@ const reapInterval = 100 * time.Millisecond
 type Local struct {
 	mu      sync.Mutex
 	fsm     *fsm.FSM
+	users   func() *acl.Users
 	clock   Clock
 	deliver Deliverer
 
@@ -73,7 +75,7 @@ func NewLocal(f *fsm.FSM, clock Clock, deliver Deliverer) *Local {
 	if clock == nil {
 		clock = SystemClock{}
 	}
-	l := &Local{fsm: f, clock: clock, deliver: deliver, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &Local{fsm: f, users: f.UsersFunc(), clock: clock, deliver: deliver, stop: make(chan struct{}), done: make(chan struct{})}
 	go l.expireLoop()
 	return l
 }
@@ -187,3 +189,7 @@ func (l *Local) Setting(name string) string {
 	defer l.mu.Unlock()
 	return l.fsm.Setting(name)
 }
+
+// Users returns the ACL users (the server's permission checks); no lock:
+// the state machine publishes them atomically.
+func (l *Local) Users() *acl.Users { return l.users() }

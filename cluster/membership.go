@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/deadbolt/deadbolt/acl"
 	"net"
 	"slices"
 	"strconv"
@@ -465,3 +466,7 @@ func (n *Node) Setting(name string) string {
 
 // Stopped is closed when the node stops.
 func (n *Node) Stopped() <-chan struct{} { return n.stop }
+
+// Users returns the ACL users as this node has applied them; no lock: the
+// state machine publishes them atomically.
+func (n *Node) Users() *acl.Users { return n.users() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/deadbolt/deadbolt/acl"
 	"io"
 	"log/slog"
 	"net"
@@ -46,11 +47,14 @@ type Config struct {
 	CommandTimeout    time.Duration // how long a command waits for a leader and a commit (5 s)
 	Clock             Clock
 	ScriptBudget      int64
-	Logger            *slog.Logger
-	RaftLog           io.Writer // raft's own log; discarded if nil
-	Deliver           Deliverer // this node's pub/sub hub
-	Password          string    // AUTH for forwarding to other nodes' client ports
-	Network           *Network  // test hook: links that tests can cut
+	// Users are the ACL users until the log sets others (--requirepass,
+	// --aclfile); nil for the default user alone.
+	Users    *acl.Users
+	Logger   *slog.Logger
+	RaftLog  io.Writer // raft's own log; discarded if nil
+	Deliver  Deliverer // this node's pub/sub hub
+	Password string    // AUTH for forwarding to other nodes' client ports
+	Network  *Network  // test hook: links that tests can cut
 	// PeerAuth authenticates every connection on the Raft address (raft's,
 	// read-index rounds', members' commands') before anything on it is
 	// read: the cluster secret, mutual TLS, or both; nil trusts whoever
@@ -112,6 +116,7 @@ type Node struct {
 	raft      *raft.Raft
 	fsm       *raftFSM
 	state     *fsm.FSM
+	users     func() *acl.Users // the state machine's ACL users, any goroutine
 	transport *raft.NetworkTransport
 	// raftRef is raft once NewRaft has returned, for the log store's
 	// goroutine; durable is the log store if it defers syncs.
@@ -171,7 +176,8 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, stop: make(chan struct{})}
 	n.SetRESPAddr(cfg.RESPAddr)
-	n.state = fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget})
+	n.state = fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget, Users: cfg.Users})
+	n.users = n.state.UsersFunc()
 	n.fsm = newRaftFSM(n.state, cfg.Deliver)
 	n.fwd = newForwarder(cfg.CommandTimeout)
 	n.fwd.password = cfg.Password

@@ -87,7 +87,7 @@ func (r *raftFSM) applyLocked(l *raft.Log) interface{} {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	if len(l.Data) > 0 && l.Data[0] == envelopeVersion {
+	if isCommand(l.Data) {
 		e, err := DecodeEntry(l.Data)
 		if err != nil {
 			r.corrupt(l, err)

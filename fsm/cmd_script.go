@@ -161,6 +161,9 @@ func (c *Ctx) scriptCall(args [][]byte) resp.Reply {
 	if !spec.arityOK(len(args)) {
 		return resp.Err(msgScriptArity)
 	}
+	if r, ok := c.scriptACL(args); !ok {
+		return r
+	}
 	if spec.Flags&Write != 0 && (c.script.readOnly || c.readOnly) {
 		return resp.Err(msgScriptReadOnly)
 	}

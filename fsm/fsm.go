@@ -1,6 +1,9 @@
 package fsm
 
 import (
+	"sync/atomic"
+
+	"github.com/deadbolt/deadbolt/acl"
 	"github.com/deadbolt/deadbolt/resp"
 )
 
@@ -14,6 +17,10 @@ type Command struct {
 	Args  [][]byte   // argv of a single command (nil for a transaction)
 	Tx    [][][]byte // the queued commands of a transaction, applied as one
 	Watch []Watch    // keys WATCHed by the connection; any change aborts Tx
+	// User is the ACL user who sent the command, "" for one without
+	// restrictions; what its scripts call is checked against that user's
+	// permissions as the state machine holds them (acl.go).
+	User string
 }
 
 // Watch is a key version observed by WATCH. EXEC aborts when the key's
@@ -46,6 +53,9 @@ type Result struct {
 	// LogIndex is the log position the command was applied at (0 on a
 	// single node without a log); WAIT counts the nodes that have it.
 	LogIndex uint64
+	// Denials are the redis.call a script's ACL user was refused (the
+	// serving node logs them in its ACL LOG).
+	Denials []ACLDenial
 }
 
 // SetReceivers records how many subscribers each effect reached, as the
@@ -113,9 +123,11 @@ type FSM struct {
 	scripts  map[string]storedScript // SCRIPT LOAD and EVAL bodies by sha1
 	lua      scriptEngine            // compiled-script cache; derived, not replicated
 	opt      Options
-	expires  expiryIndex       // keys with a deadline, ordered for reaping
-	nodes    map[string]string // cluster members' client addresses by id
-	settings map[string]string // replicated CONFIG parameters (notify.go)
+	expires  expiryIndex                // keys with a deadline, ordered for reaping
+	nodes    map[string]string          // cluster members' client addresses by id
+	settings map[string]string          // replicated CONFIG parameters (notify.go)
+	users    *acl.Users                 // ACL users (acl.go)
+	aclPub   *atomic.Pointer[acl.Users] // users, for readers outside the apply path
 	// libraries are the function libraries by name, functions the library
 	// of each function (cmd_function.go); nil while there are none.
 	libraries map[string]*library
@@ -129,6 +141,9 @@ type FSM struct {
 // Options tunes a state machine.
 type Options struct {
 	ScriptBudget int64 // work units one script may use; 0 for the default
+	// Users are the ACL users until the log sets others (acl.go); nil for
+	// the default user alone.
+	Users *acl.Users
 }
 
 // New returns an empty state machine.
@@ -140,6 +155,9 @@ func New(opt Options) *FSM {
 
 func newState(opt Options) *FSM {
 	f := &FSM{scripts: make(map[string]storedScript), nodes: make(map[string]string), settings: make(map[string]string), opt: opt}
+	f.users = initialUsers(opt)
+	f.aclPub = new(atomic.Pointer[acl.Users])
+	f.aclPub.Store(f.users)
 	for i := range f.dbs {
 		f.dbs[i] = newKeyspace()
 	}
@@ -190,13 +208,14 @@ func (c *Ctx) run(cmd Command) Result {
 		return Result{Reply: resp.Err(msgDBIndex), DB: cmd.DB}
 	}
 	c.selectDB(cmd.DB)
+	c.user = cmd.User
 	var r resp.Reply
 	if cmd.Args == nil {
 		r = c.exec(cmd)
 	} else {
 		r = c.call(cmd.Args)
 	}
-	return Result{Reply: r, Effects: c.effects, DB: c.dbIndex}
+	return Result{Reply: r, Effects: c.effects, DB: c.dbIndex, Denials: c.denials}
 }
 
 // exec applies a transaction: all commands or, if a watched key changed,
@@ -227,6 +246,8 @@ type Ctx struct {
 	script   scriptRun // the script being run, if any (cmd_script.go)
 	txIndex  int       // 1-based position in the transaction being applied
 	effects  []Publish
+	user     string      // the ACL user running the command (Command.User)
+	denials  []ACLDenial // script calls that user was refused
 }
 
 func (c *Ctx) selectDB(i int) {

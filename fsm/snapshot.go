@@ -374,6 +374,8 @@ func (f *FSM) Restore(r io.Reader) error {
 			}
 		}
 	}
+	n.aclPub = f.aclPub
 	*f = *n
+	f.aclPub.Store(f.users)
 	return nil
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/deadbolt/deadbolt/acl"
 	"math"
 	"strconv"
 	"strings"
@@ -68,14 +69,15 @@ type adminState struct {
 	ctx    context.Context // ends when the server closes: blocking commands give up
 	cancel context.CancelFunc
 
-	requirePass   atomic.Pointer[string]
-	protected     atomic.Bool  // protected-mode (protected.go)
-	pubsubLimit   atomic.Int64 // client-output-buffer-limit pubsub hard limit; 0 none
-	queryLimit    atomic.Int64 // client-query-buffer-limit, read by the event loop
-	lastSave      atomic.Int64 // Unix seconds
-	shutdownAsked atomic.Bool  // a client's SHUTDOWN called Config.Shutdown (cmd_shutdown.go)
-	dirty         atomic.Int64 // writes since the last SAVE
-	replID        string       // master_replid
+	requirePass   atomic.Pointer[string]    // CONFIG GET requirepass
+	ownUsers      atomic.Pointer[acl.Users] // users of a backend without its own (acl.go)
+	protected     atomic.Bool               // protected-mode (protected.go)
+	pubsubLimit   atomic.Int64              // client-output-buffer-limit pubsub hard limit; 0 none
+	queryLimit    atomic.Int64              // client-query-buffer-limit, read by the event loop
+	lastSave      atomic.Int64              // Unix seconds
+	shutdownAsked atomic.Bool               // a client's SHUTDOWN called Config.Shutdown (cmd_shutdown.go)
+	dirty         atomic.Int64              // writes since the last SAVE
+	replID        string                    // master_replid
 
 	mu     sync.Mutex
 	params map[string]string // CONFIG SET values by canonical name
@@ -86,6 +88,15 @@ func (s *Server) initAdmin() {
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	pass := s.cfg.RequirePass
 	a.requirePass.Store(&pass)
+	users := s.cfg.Users
+	if users == nil {
+		users = acl.NewUsers()
+		if pass != "" {
+			users = users.WithDefaultPassword(pass)
+		}
+	}
+	a.ownUsers.Store(users)
+	go s.watchUsers(a.ctx.Done())
 	a.protected.Store(s.cfg.ProtectedMode)
 	a.pubsubLimit.Store(int64(s.cfg.PubSubOutputLimit))
 	a.queryLimit.Store(s.cfg.MaxQueryBuffer)
@@ -94,7 +105,8 @@ func (s *Server) initAdmin() {
 	a.params = make(map[string]string)
 }
 
-// requirePass is the password clients must AUTH with, "" for none.
+// requirePass is requirepass as CONFIG GET shows it: the last value set
+// on this node (the default user's password itself is replicated).
 func (s *Server) requirePass() string { return *s.adm.requirePass.Load() }
 
 // pubsubOutputLimit is the backlog past which a subscriber is dropped.

@@ -383,6 +383,7 @@ func (s *Server) clientLine(o, self *conn, args [][]byte) string {
 	now := time.Now()
 	o.mu.Lock()
 	name, lib, ver, proto := o.name, o.adm.libName, o.adm.libVer, o.proto
+	uname := o.userName()
 	idle := now.Sub(o.lastUsed)
 	sub, psub, ssub := len(o.subs[subChannel]), len(o.subs[subPattern]), len(o.subs[subShard])
 	omem := len(o.out) + int(o.lc.unsent.Load())
@@ -459,7 +460,7 @@ func (s *Server) clientLine(o, self *conn, args [][]byte) string {
 	n("tot-mem", int64(rbs+argvMem+v.multiMem+omem))
 	w("events", events)
 	w("cmd", v.cmd)
-	w("user", "default")
+	w("user", uname)
 	n("redir", -1)
 	n("resp", int64(proto))
 	w("lib-name", lib)

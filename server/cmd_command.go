@@ -744,6 +744,20 @@ func keysFromSpecs(specs []keySpec, argv [][]byte) ([]keyRef, bool) {
 // plus the few later additions deadbolt answers (marked 7.2.0). Rows for
 // commands that no table registers are not shown to clients.
 var redisCommands = []cmdRow{
+	{"acl", -2, "", 0, 0, 0, "slow", "", "", "server", "6.0.0", "A container for Access List Control commands "},
+	{"acl|cat", -2, "noscript loading stale", 0, 0, 0, "slow", "", "", "server", "6.0.0", "List the ACL categories or the commands inside a category"},
+	{"acl|deluser", -3, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous", "", "", "server", "6.0.0", "Remove the specified ACL users and the associated rules"},
+	{"acl|dryrun", -4, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous", "", "", "server", "7.0.0", "Returns whether the user can execute the given command without executing the command."},
+	{"acl|genpass", -2, "noscript loading stale", 0, 0, 0, "slow", "", "", "server", "6.0.0", "Generate a pseudorandom secure password to use for ACL users"},
+	{"acl|getuser", 3, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous", "", "", "server", "6.0.0", "Get the rules for a specific ACL user"},
+	{"acl|help", 2, "loading stale", 0, 0, 0, "slow", "", "", "server", "6.0.0", "Show helpful text about the different subcommands"},
+	{"acl|list", 2, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous", "", "", "server", "6.0.0", "List the current ACL rules in ACL config file format"},
+	{"acl|load", 2, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous", "", "", "server", "6.0.0", "Reload the ACLs from the configured ACL file"},
+	{"acl|log", -2, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous", "", "", "server", "6.0.0", "List latest events denied because of ACLs in place"},
+	{"acl|save", 2, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous", "", "", "server", "6.0.0", "Save the current ACL rules in the configured ACL file"},
+	{"acl|setuser", -3, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous", "", "", "server", "6.0.0", "Modify or create the rules for a specific ACL user"},
+	{"acl|users", 2, "admin noscript loading stale", 0, 0, 0, "admin slow dangerous", "", "", "server", "6.0.0", "List the username of all the configured ACL rules"},
+	{"acl|whoami", 2, "noscript loading stale", 0, 0, 0, "slow", "", "", "server", "6.0.0", "Return the name of the user associated to the current connection"},
 	{"append", 3, "write denyoom fast", 1, 1, 1, "write string fast", "", "RW insert|i1|r0,1,0", "string", "2.0.0", "Append a value to a key"},
 	{"asking", 1, "fast", 0, 0, 0, "fast connection", "", "", "cluster", "3.0.0", "Sent by cluster clients after an -ASK redirect"},
 	{"auth", -2, "noscript loading stale fast no_auth allow_busy", 0, 0, 0, "fast connection", "", "", "connection", "1.0.0", "Authenticate to the server"},

@@ -339,6 +339,15 @@ func configSetCmd(c *conn, pairs [][]byte) {
 			}
 		}
 	}
+	for _, ch := range changes {
+		// The default user's password is replicated, as every ACL user.
+		if ch.p.name == "requirepass" {
+			if r, ok := c.aclApply(fsm.ACLPasswordCommand(ch.val)); !ok {
+				c.reply(r)
+				return
+			}
+		}
+	}
 	var tlsNames, tlsVals []string
 	for _, ch := range changes {
 		if isTLSParam(ch.p.name) {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
 	"strconv"
 	"strings"
 
@@ -61,19 +60,6 @@ const (
 	msgAuthNoPwd = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
 )
 
-// checkAuth checks a user name and password against the configuration;
-// only the "default" user exists.
-func (c *conn) checkAuth(user, pass []byte) bool {
-	if string(user) != "default" {
-		return false
-	}
-	want := c.srv.requirePass()
-	if want == "" {
-		return true
-	}
-	return subtle.ConstantTimeCompare(pass, []byte(want)) == 1
-}
-
 func (c *conn) setAuthed(ok bool) {
 	c.authed = ok
 	c.rd.Unauthenticated = !ok
@@ -82,16 +68,16 @@ func (c *conn) setAuthed(ok bool) {
 func cmdAuth(c *conn, args [][]byte) {
 	switch len(args) {
 	case 2:
-		if c.srv.requirePass() == "" {
+		if d := c.srv.users().Default(); d == nil || d.NoPass {
 			c.reply(resp.Err(msgAuthNoPwd))
 			return
 		}
-		if !c.checkAuth([]byte("default"), args[1]) {
+		if !c.authenticate([]byte("default"), args[1], args) {
 			c.reply(resp.Err(msgWrongPass))
 			return
 		}
 	case 3:
-		if !c.checkAuth(args[1], args[2]) {
+		if !c.authenticate(args[1], args[2], args) {
 			c.reply(resp.Err(msgWrongPass))
 			return
 		}
@@ -99,7 +85,6 @@ func cmdAuth(c *conn, args [][]byte) {
 		c.reply(resp.Err("ERR syntax error"))
 		return
 	}
-	c.setAuthed(true)
 	c.reply(resp.OK)
 }
 
@@ -123,11 +108,10 @@ func cmdHello(c *conn, args [][]byte) {
 		opt := strings.ToLower(string(args[i]))
 		switch {
 		case opt == "auth" && i+2 < len(args):
-			if !c.checkAuth(args[i+1], args[i+2]) {
+			if !c.authenticate(args[i+1], args[i+2], args) {
 				c.reply(resp.Err(msgWrongPass))
 				return
 			}
-			c.setAuthed(true)
 			i += 2
 		case opt == "setname" && i+1 < len(args):
 			name, setName = args[i+1], true
@@ -214,7 +198,9 @@ func cmdReset(c *conn, _ [][]byte) {
 	c.name = ""
 	c.proto = 2
 	c.mu.Unlock()
-	c.setAuthed(c.srv.requirePass() == "")
+	t := c.srv.users()
+	c.setUser(t.Default(), t)
+	c.setAuthed(defaultAuthed(t))
 	c.adm.reset()
 	c.reply(resp.StatusReply("RESET"))
 }
@@ -251,7 +237,7 @@ func cmdExec(c *conn, _ [][]byte) {
 		c.reply(resp.Err(msgExecAbort))
 		return
 	}
-	cmd := fsm.Command{DB: c.db, Tx: m.queued, Watch: watches}
+	cmd := fsm.Command{DB: c.db, Tx: m.queued, Watch: watches, User: c.scriptUser()}
 	if cmd.Tx == nil {
 		cmd.Tx = [][][]byte{}
 	}
@@ -282,6 +268,9 @@ func (c *conn) finishExec(res fsm.Result, err error) {
 		return
 	}
 	c.db = res.DB
+	if len(res.Denials) > 0 {
+		c.logScriptDenials(res.Denials)
+	}
 	c.reply(res.Reply)
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"github.com/deadbolt/deadbolt/acl"
 	"net"
 	"runtime/debug"
 	"sort"
@@ -27,7 +28,9 @@ type conn struct {
 	// Owned by the connection's goroutine.
 	db       int
 	authed   bool
-	member   bool // another cluster member, authenticated by the cluster (member.go)
+	user     *acl.User  // the ACL user (written under mu; acl.go)
+	usersAt  *acl.Users // the table user was found in
+	member   bool       // another cluster member, authenticated by the cluster (member.go)
 	multi    *multiState
 	watches  []fsm.Watch
 	lastCmd  string
@@ -72,8 +75,9 @@ func newConn(s *Server, nc net.Conn, id uint64, lp *eventLoop, fd int) *conn {
 		lastUsed: time.Now(),
 		addr:     nc.RemoteAddr().String(),
 		laddr:    nc.LocalAddr().String(),
-		authed:   s.requirePass() == "",
 	}
+	t := s.users()
+	c.user, c.usersAt, c.authed = t.Default(), t, defaultAuthed(t)
 	if lp != nil {
 		c.nc = nil
 		c.lc = loopConn{lp: lp, fd: fd}

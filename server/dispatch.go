@@ -120,6 +120,9 @@ func (c *conn) dispatch(args [][]byte) {
 		c.reject(name, msgNoMulti)
 		return
 	}
+	if !c.aclAllows(name, args) {
+		return
+	}
 	if c.subscribed() && c.protocol() < 3 && (!isConn || cs.flags&inSubMode == 0) {
 		c.reject(name, "ERR Can't execute '"+c.lastCmd+"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return
@@ -174,7 +177,7 @@ func copyArgs(args [][]byte) [][]byte {
 // runKeyspace sends a command to the state machine: writes through Apply
 // (the log, in a cluster), reads through Read.
 func (c *conn) runKeyspace(spec *fsm.Spec, args [][]byte) {
-	cmd := fsm.Command{DB: c.db, Args: args}
+	cmd := fsm.Command{DB: c.db, Args: args, User: c.scriptUser()}
 	var (
 		res fsm.Result
 		err error
@@ -202,6 +205,9 @@ func (c *conn) keyspaceReply(spec *fsm.Spec, res fsm.Result, err error) {
 		return
 	}
 	c.db = res.DB
+	if len(res.Denials) > 0 {
+		c.logScriptDenials(res.Denials)
+	}
 	if spec.Flags&fsm.PubSub != 0 && !res.Reply.IsError() {
 		res.Reply = resp.IntReply(int64(res.Receivers))
 	}

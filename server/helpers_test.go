@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/deadbolt/deadbolt/acl"
 	"io"
 	"log/slog"
 	"net"
@@ -39,13 +40,14 @@ func newTestServer(tb testing.TB, opts ...func(*Config)) *testServer {
 
 func newTestServerWith(tb testing.TB, wrap func(*cluster.Local) Backend, opts ...func(*Config)) *testServer {
 	tb.Helper()
-	f := fsm.New(fsm.Options{})
-	hub := NewHub()
-	local := cluster.NewLocal(f, &cluster.ManualClock{}, hub)
 	cfg := Config{Addr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(newTestLog(tb), nil))}
 	for _, o := range opts {
 		o(&cfg)
 	}
+	// The state machine holds the users, the password among them.
+	f := fsm.New(fsm.Options{Users: acl.NewUsers().WithDefaultPassword(cfg.RequirePass)})
+	hub := NewHub()
+	local := cluster.NewLocal(f, &cluster.ManualClock{}, hub)
 	var backend Backend = local
 	if wrap != nil {
 		backend = wrap(local)

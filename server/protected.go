@@ -15,7 +15,7 @@ const msgProtected = "-DENIED Redis is running in protected mode because protect
 // refusedByProtectedMode reports whether a client at remote must be
 // turned away now.
 func (s *Server) refusedByProtectedMode(remote net.Addr) bool {
-	if !s.adm.protected.Load() || s.requirePass() != "" {
+	if d := s.users().Default(); !s.adm.protected.Load() || d == nil || !d.NoPass {
 		return false
 	}
 	return !localClient(remote)

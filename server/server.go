@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"github.com/deadbolt/deadbolt/acl"
 	"io"
 	"log/slog"
 	"net"
@@ -36,11 +37,17 @@ type ReplyError interface {
 // Config is a server's configuration. The zero value of each field means
 // Redis's default.
 type Config struct {
-	Addr           string // listen address; "127.0.0.1:6379" if empty
-	RequirePass    string // password for AUTH; empty means none
-	MaxClients     int    // 10000
-	MaxBulkLen     int64  // proto-max-bulk-len, 512 MiB
-	MaxQueryBuffer int64  // client-query-buffer-limit, 1 GiB
+	Addr        string // listen address; "127.0.0.1:6379" if empty
+	RequirePass string // password for AUTH; empty means none
+	// Users are the ACL users of a backend that holds none itself
+	// (UsersReader); nil for the default user with RequirePass.
+	Users *acl.Users
+	// ACLFile is the file ACL LOAD reads and ACL SAVE writes (--aclfile);
+	// "" for none.
+	ACLFile        string
+	MaxClients     int   // 10000
+	MaxBulkLen     int64 // proto-max-bulk-len, 512 MiB
+	MaxQueryBuffer int64 // client-query-buffer-limit, 1 GiB
 	// PubSubOutputLimit closes a subscriber whose unsent output grows past
 	// it (client-output-buffer-limit pubsub hard limit, 32 MiB).
 	PubSubOutputLimit int
@@ -133,6 +140,7 @@ type Server struct {
 	loopFailed bool
 
 	adm      adminState // CLIENT, CONFIG, WAIT, SAVE (cmd_admin.go)
+	aclLog   aclLog     // ACL LOG (acl_log.go)
 	cmdStats commandStats
 	errStats errorStats
 	ops      opsSampler

@@ -45,7 +45,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var (
 		addr        = fs.String("addr", "127.0.0.1:6379", "RESP listen address `host:port`")
-		requirepass = fs.String("requirepass", "", "require clients to AUTH with this `password`")
+		requirepass = fs.String("requirepass", "", "require clients to AUTH with this `password` (the default ACL user's)")
+		aclfile     = fs.String("aclfile", "", "ACL users from this `file`, in Redis's format (ACL LOAD reads it, ACL SAVE writes it)")
 		maxClients  = fs.Int("maxclients", 10000, "maximum number of client connections")
 		protected   = fs.String("protected-mode", "yes", "yes: without --requirepass, refuse clients from other than 127.0.0.1 and ::1, as Redis does; no: serve them")
 		maxBulk     = fs.Int64("proto-max-bulk-len", 512<<20, "largest bulk argument a client may send, in `bytes`")
@@ -163,6 +164,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		BeforeSync:            beforeSync,
 		Addr:                  *addr,
 		RequirePass:           *requirepass,
+		ACLFile:               *aclfile,
 		ProtectedMode:         *protected == "yes",
 		MaxClients:            *maxClients,
 		MaxBulkLen:            *maxBulk,

@@ -41,6 +41,12 @@ func normalize(v Value, o Options) Value {
 				elems[i+1] = Value{Kind: '+', Str: []byte("(skipped)")}
 			}
 		}
+		// And in the maps of an array of maps (ACL LOG's entries).
+		for i, e := range elems {
+			if isAggregate(e.Kind) && !e.Null {
+				elems[i] = normalize(e, Options{Skip: o.Skip})
+			}
+		}
 	}
 	switch {
 	case o.Sorted && v.Kind == '%':

@@ -94,7 +94,8 @@ func ParseFile(path string) (*Transcript, error) {
 //	anyerr       both replies are errors, their texts may differ (say why in a comment)
 //	shape        only the types and the array lengths must agree (TIME)
 //	any          read both replies, compare nothing
-//	skip=FIELD   in a field/value array, ignore FIELD's value (HELLO's id); repeatable
+//	skip=FIELD   in a field/value array, or in the maps of an array of them,
+//	             ignore FIELD's value (HELLO's id, ACL LOG's age); repeatable
 //	connN        use connection N (1 to 9) instead of 1; each is opened when first used
 //	raw          send the one argument's bytes as they are, not as a RESP array:
 //	             inline commands and malformed requests (>raw "PING\r\n")
