@@ -300,8 +300,11 @@ func aclSetUser(c *conn, args [][]byte) {
 		c.reply(resp.Err("ERR " + err.Error()))
 		return
 	}
-	r, _ := c.aclApply(fsm.ACLSetUserCommand(args[2], args[3:]))
+	r, ok := c.aclApply(fsm.ACLSetUserCommand(args[2], args[3:]))
 	c.reply(r)
+	if ok {
+		c.srv.dropRemovedUsers(c)
+	}
 }
 
 func aclDelUser(c *conn, args [][]byte) {
@@ -462,18 +465,26 @@ func selectorFields(s *acl.Selector) []resp.Reply {
 }
 
 // dropRemovedUsers closes the connections whose user no longer exists
-// (ACL DELUSER, ACL LOAD), as Redis does. On the other nodes of a cluster
-// such connections close at their next command, or when the watcher sees
-// the change (watchUsers).
+// (ACL DELUSER, ACL LOAD), and the subscribers whose user may no longer
+// use a channel they are subscribed to, as Redis does. On the other nodes
+// of a cluster the watcher does it when it sees the change (watchUsers);
+// a command sent before that finds the user gone itself.
 func (s *Server) dropRemovedUsers(self *conn) {
 	t := s.users()
 	s.mu.Lock()
 	var victims []*conn
 	for _, o := range s.conns {
+		if o.member {
+			continue
+		}
 		o.mu.Lock()
-		u := o.user
+		gone := false
+		if o.user != nil {
+			nu := t.Get(o.user.Name)
+			gone = nu == nil || !subsAllowed(nu, &o.subs)
+		}
 		o.mu.Unlock()
-		if !o.member && u != nil && t.Get(u.Name) == nil {
+		if gone {
 			victims = append(victims, o)
 		}
 	}
@@ -504,4 +515,19 @@ func (s *Server) watchUsers(done <-chan struct{}) {
 			}
 		}
 	}
+}
+
+// subsAllowed reports whether u may keep every subscription in subs.
+func subsAllowed(u *acl.User, subs *subscriptions) bool {
+	if u.Unrestricted() {
+		return true
+	}
+	for kind, names := range subs {
+		for _, ch := range names {
+			if !u.ChannelAllowed([]byte(ch), subKind(kind) == subPattern) {
+				return false
+			}
+		}
+	}
+	return true
 }
