@@ -132,10 +132,11 @@ type Server struct {
 	noLoop     bool
 	loopFailed bool
 
-	adm      adminState // CLIENT, CONFIG, WAIT, SAVE (cmd_admin.go)
-	cmdStats commandStats
+	adm      adminState   // CLIENT, CONFIG, WAIT, SAVE (cmd_admin.go)
+	cmdStats commandStats // cmdstats.go
 	errStats errorStats
 	ops      opsSampler
+	slow     slowLog // slowlog.go
 }
 
 type stats struct {
