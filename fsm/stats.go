@@ -16,3 +16,22 @@ func (f *FSM) Stats(db int) (keys, expires int) {
 	}
 	return len(ks.keys), expires
 }
+
+// Summary counts what the metrics endpoint reports of the state machine.
+type Summary struct {
+	Keys, Expires        int // in every database; Expires: keys with a deadline
+	Scripts              int // cached script bodies
+	Functions, Libraries int
+}
+
+// Summary counts the whole state machine's keys (visiting each key, as
+// Stats does), scripts and functions. The caller serialises it with Apply.
+func (f *FSM) Summary() Summary {
+	s := Summary{Scripts: len(f.scripts), Functions: len(f.functions), Libraries: len(f.libraries)}
+	for db := range NumDBs {
+		k, e := f.Stats(db)
+		s.Keys += k
+		s.Expires += e
+	}
+	return s
+}

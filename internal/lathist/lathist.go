@@ -129,15 +129,16 @@ func (s *Snap) Quantile(q float64) float64 {
 	return float64(Lower(Buckets - 1))
 }
 
-// Cumulative returns, for each bound, how many values are below it
-// (Prometheus's "le" counts, for bounds that are bucket edges: powers of
-// two are). A bound inside a bucket counts that bucket as above it.
+// Cumulative returns, for each bound (ascending), how many values are at
+// most that bound: Prometheus's "le" counts. It is exact for a bound one
+// below a bucket edge (2^k-1 always is); for another bound, a bucket that
+// straddles it counts as above it.
 func (s *Snap) Cumulative(bounds []uint64) []uint64 {
 	out := make([]uint64, len(bounds))
 	i := 0
 	var seen uint64
 	for j, b := range bounds {
-		for i < Buckets && Upper(i) <= b {
+		for i < Buckets-1 && Upper(i)-1 <= b {
 			seen += s.Counts[i]
 			i++
 		}

@@ -46,10 +46,10 @@ func TestQuantileError(t *testing.T) {
 			t.Errorf("p%v: %v, exact %v", q*100, got, exact)
 		}
 	}
-	c := s.Cumulative([]uint64{1 << 10, 1 << 16, 1 << 40})
+	c := s.Cumulative([]uint64{1<<10 - 1, 1 << 16, 1 << 40})
 	n10 := uint64(0)
 	for _, v := range vals {
-		if v < 1<<10 {
+		if v <= 1<<10-1 {
 			n10++
 		}
 	}
