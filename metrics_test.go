@@ -267,3 +267,20 @@ func waitScrape(t *testing.T, addr string, ok func(map[string]float64) bool) map
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Error kinds are whatever a script answers: bytes a label cannot hold are
+// replaced, and kinds that then read the same are added up, rather than
+// failing the scrape.
+func TestMetricsOddErrorKinds(t *testing.T) {
+	n := RunT(t, withHTTP)
+	rdb := redis.NewClient(&redis.Options{Addr: n.Addr()})
+	defer rdb.Close()
+	for _, script := range []string{`return redis.error_reply('\255A boom')`, `return redis.error_reply('\254A bang')`} {
+		if err := rdb.Eval(context.Background(), script, nil).Err(); err == nil {
+			t.Fatalf("%s succeeded", script)
+		}
+	}
+	if got := scrape(t, n.HTTPAddr())["deadbolt_error_replies_total{kind=\"\uFFFDA\"}"]; got != 2 {
+		t.Errorf("error kind with bytes replaced: %v, want 2", got)
+	}
+}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -97,7 +98,27 @@ func histogram(d *prometheus.Desc, s *lathist.Snap, bounds []uint64, le []float6
 	for i, b := range le {
 		buckets[b] = cum[i]
 	}
-	return prometheus.MustNewConstHistogram(d, s.Count, float64(s.Sum)*scale, buckets, labels...)
+	m, err := prometheus.NewConstHistogram(d, s.Count, float64(s.Sum)*scale, buckets, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
+}
+
+// constMetric is a sample; a label value that is not UTF-8 (a node id
+// could be anything) has those bytes replaced rather than panicking in
+// the scrape.
+func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64, labels []string) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(d, t, v, labels...)
+	if err != nil {
+		for i, l := range labels {
+			labels[i] = strings.ToValidUTF8(l, "\uFFFD")
+		}
+		if m, err = prometheus.NewConstMetric(d, t, v, labels...); err != nil {
+			return prometheus.NewInvalidMetric(d, err)
+		}
+	}
+	return m
 }
 
 // collector reads the node's counters at scrape time.
@@ -144,10 +165,10 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	srv := c.src.Server
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+		ch <- constMetric(d, prometheus.CounterValue, v, labels)
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+		ch <- constMetric(d, prometheus.GaugeValue, v, labels)
 	}
 
 	for _, st := range srv.CommandStats() {
@@ -156,7 +177,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(dCommands, float64(st.Rejected), st.Name, "rejected")
 		ch <- histogram(dCommandSeconds, st.Latency, nsBounds, nsLe, 1e-9, st.Name)
 	}
+	// Error kinds come from replies, which scripts make up: they are at
+	// most 128, and bytes that are not UTF-8 (which a label cannot hold)
+	// are replaced, adding up kinds that then read the same.
+	kinds := make(map[string]int64)
 	for kind, n := range srv.ErrorStats() {
+		kinds[strings.ToValidUTF8(kind, "\uFFFD")] += n
+	}
+	for kind, n := range kinds {
 		counter(dErrors, float64(n), kind)
 	}
 

@@ -81,7 +81,10 @@ func Start(cfg Config, src Source) (*Endpoint, error) {
 	mux.Handle("/metrics", promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 		MaxRequestsInFlight: maxScrapes,
-		Timeout:             scrapeTimeout,
+		// A series that cannot be encoded is left out and logged; the
+		// others are still served.
+		ErrorHandling: promhttp.ContinueOnError,
+		Timeout:       scrapeTimeout,
 	}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		text(w, http.StatusOK, "ok")
