@@ -235,6 +235,18 @@ func TestMetricsCluster(t *testing.T) {
 		waitHTTP(t, c.Nodes[f].HTTPAddr(), "/readyz", 200)
 	}
 
+	// A write that waited for the log (the event loop's asynchronous
+	// path) is in the slow log with its own arguments.
+	if err := rdb.ConfigSet(ctx, "slowlog-log-slower-than", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb.Set(ctx, "slow-key", strings.Repeat("v", 200), 0)
+	entries, err := rdb.SlowLogGet(ctx, 1).Result()
+	if err != nil || len(entries) != 1 || len(entries[0].Args) != 3 || entries[0].Args[1] != "slow-key" ||
+		entries[0].Args[2] != strings.Repeat("v", 128)+"... (72 more bytes)" {
+		t.Errorf("SLOWLOG GET 1 after a replicated SET: %+v %v", entries, err)
+	}
+
 	// The leader dies and the other follower is cut off: the remaining
 	// node knows no leader, and says so, until the two can elect one.
 	fs := c.Followers()

@@ -14,8 +14,9 @@ import (
 // slowlog-log-slower-than microseconds (negative: none; 0: all) is kept,
 // the newest slowlog-max-len of them. A command's time is from its
 // dispatch to its reply (in a cluster it includes replication, unlike
-// Redis, whose time excludes I/O). A transaction is one entry, EXEC's,
-// where Redis logs each queued command.
+// Redis, whose time excludes I/O). EXEC is logged with the transaction's
+// time and each queued command when it is queued; Redis logs each queued
+// command as EXEC runs it, and not EXEC.
 
 func init() {
 	registerConn(connSpec{name: "slowlog", arity: -2, flags: connAdmin, fn: cmdSlowlog})
