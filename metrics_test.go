@@ -105,6 +105,10 @@ func TestMetricsSingleNode(t *testing.T) {
 	if keys[`deadbolt_keys`] != 21 || keys[`deadbolt_keys_with_deadline`] != 20 {
 		t.Errorf("keys %v, with deadline %v; want 21 and 20", keys[`deadbolt_keys`], keys[`deadbolt_keys_with_deadline`])
 	}
+	// lock:0..lock:9 (6 bytes each), lock:10..19 (7), "owner" in each, plain=v.
+	if got, want := keys[`deadbolt_logical_memory_bytes`], float64(10*6+10*7+20*5+5+1); got != want {
+		t.Errorf("logical memory %v, want %v", got, want)
+	}
 	if after[`deadbolt_pubsub_channels`] != 1 || after[`deadbolt_connections`] < 2 {
 		t.Errorf("channels %v, connections %v", after[`deadbolt_pubsub_channels`], after[`deadbolt_connections`])
 	}
