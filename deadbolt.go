@@ -19,6 +19,7 @@ import (
 
 	"github.com/deadbolt/deadbolt/cluster"
 	"github.com/deadbolt/deadbolt/fsm"
+	"github.com/deadbolt/deadbolt/httpapi"
 	"github.com/deadbolt/deadbolt/server"
 	"github.com/deadbolt/deadbolt/tlsconf"
 	"github.com/deadbolt/deadbolt/transport"
@@ -108,6 +109,11 @@ type Config struct {
 	// when it stops. The deadbolt binary sets it.
 	Shutdown func()
 
+	// HTTPAddr, if set, serves /metrics (Prometheus), /healthz and /readyz
+	// on this address (package httpapi). It has no authentication: keep it
+	// on a private address.
+	HTTPAddr string
+
 	network     *cluster.Network // RunClusterT's cuttable links
 	noBootstrap bool             // RunClusterT bootstraps once all nodes listen
 }
@@ -128,6 +134,7 @@ type Node struct {
 	// extra are the listeners beside the main one: Sentinel, TLS, TLS
 	// Sentinel, by the Config field that names each.
 	extra map[string]*extraListener
+	http  *httpapi.Endpoint // Config.HTTPAddr's; nil without
 }
 
 type extraListener struct {
@@ -230,6 +237,17 @@ func Start(cfg Config) (*Node, error) {
 		n.stopBackend()
 		return nil, err
 	}
+	if cfg.HTTPAddr != "" {
+		ep, err := httpapi.Start(httpapi.Config{Addr: cfg.HTTPAddr, Logger: cfg.Logger},
+			httpapi.Source{Server: n.srv, Raft: n.raft, Local: n.local})
+		if err != nil {
+			n.stopDiscovery()
+			n.srv.Close()
+			n.stopBackend()
+			return nil, fmt.Errorf("deadbolt: http-addr: %w", err)
+		}
+		n.http = ep
+	}
 	go func() { n.done <- n.srv.Serve() }()
 	if cfg.NotifyKeyspaceEvents != "" {
 		if err := n.setNotify(cfg); err != nil {
@@ -266,6 +284,14 @@ func (n *Node) Addr() string { return n.srv.Addr().String() }
 // Port is the node's RESP port.
 func (n *Node) Port() int { return n.srv.Addr().(*net.TCPAddr).Port }
 
+// HTTPAddr is the address of the HTTP endpoint (Config.HTTPAddr), "" without one.
+func (n *Node) HTTPAddr() string {
+	if n.http == nil {
+		return ""
+	}
+	return n.http.Addr()
+}
+
 // Raft is the node's Raft member, or nil for a single node without a log.
 func (n *Node) Raft() *cluster.Node { return n.raft }
 
@@ -274,10 +300,14 @@ func (n *Node) Raft() *cluster.Node { return n.raft }
 // what the first returned.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		var herr error
+		if n.http != nil {
+			herr = n.http.Close()
+		}
 		n.stopDiscovery()
 		err := n.srv.Close()
 		err = errors.Join(err, <-n.done)
-		n.closeErr = errors.Join(err, n.stopBackend())
+		n.closeErr = errors.Join(herr, err, n.stopBackend())
 	})
 	return n.closeErr
 }

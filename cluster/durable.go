@@ -52,14 +52,17 @@ var errDiskStalled = errors.New("cluster: the log's sync is stalled; not sending
 // log sync is stalled.
 type durableTransport struct {
 	*raft.NetworkTransport
-	d       durability
+	d       durability          // nil: the log is in memory, nothing to wait for
 	stall   time.Duration       // refuse beyond this; 0: never
 	onStall func(time.Duration) // told of each refusal, with the sync's wait
+	// contact, if set, is told of each AppendEntries a follower answered
+	// (heartbeats included), for the metrics' last contact (metrics.go).
+	contact func(raft.ServerID)
 }
 
 // stalled returns errDiskStalled if the log's sync has waited too long.
 func (t *durableTransport) stalled() error {
-	if t.stall <= 0 {
+	if t.stall <= 0 || t.d == nil {
 		return nil
 	}
 	if w := t.d.UnsyncedFor(); w > t.stall {
@@ -75,10 +78,16 @@ func (t *durableTransport) AppendEntries(id raft.ServerID, target raft.ServerAdd
 	if err := t.stalled(); err != nil {
 		return err
 	}
-	if err := t.d.WaitDurable(args.LeaderCommitIndex); err != nil {
-		return err
+	if t.d != nil {
+		if err := t.d.WaitDurable(args.LeaderCommitIndex); err != nil {
+			return err
+		}
 	}
-	return t.NetworkTransport.AppendEntries(id, target, args, resp)
+	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
+	if err == nil && t.contact != nil {
+		t.contact(id)
+	}
+	return err
 }
 
 func (t *durableTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
@@ -98,8 +107,10 @@ func (p *durablePipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *r
 	if err := p.t.stalled(); err != nil {
 		return nil, err
 	}
-	if err := p.t.d.WaitDurable(args.LeaderCommitIndex); err != nil {
-		return nil, err
+	if p.t.d != nil {
+		if err := p.t.d.WaitDurable(args.LeaderCommitIndex); err != nil {
+			return nil, err
+		}
 	}
 	return p.AppendPipeline.AppendEntries(args, resp)
 }

@@ -141,7 +141,9 @@ type Node struct {
 	inConfig    atomic.Bool
 	respAddr    atomic.Pointer[string]
 	memberServe atomic.Pointer[func(net.Conn)]
-	stallWarned atomic.Int64 // when diskStalled last logged, Unix ns
+	stallWarned atomic.Int64   // when diskStalled last logged, Unix ns
+	logStore    *raftlog.Store // nil with the log in memory
+	metrics     nodeMetrics    // metrics.go
 
 	// events is closed, and replaced, at each leadership event: a leader
 	// becomes known here, or this node becomes a ready leader. Commands
@@ -179,6 +181,7 @@ func NewNode(cfg Config) (*Node, error) {
 	n.state = fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget, Users: cfg.Users})
 	n.users = n.state.UsersFunc()
 	n.fsm = newRaftFSM(n.state, cfg.Deliver)
+	n.fsm.metrics = &n.metrics
 	n.fwd = newForwarder(cfg.CommandTimeout)
 	n.fwd.password = cfg.Password
 	n.member = newForwarder(cfg.CommandTimeout) // dials through the stream layer (demux)
@@ -250,6 +253,7 @@ func NewNode(cfg Config) (*Node, error) {
 				return r != nil && r.State() == raft.Leader
 			})
 			n.durable = rl
+			n.logStore = rl
 			n.fsm.durable = rl
 			logs = heldLogs{cache, rl}
 		}
@@ -302,9 +306,11 @@ func NewNode(cfg Config) (*Node, error) {
 		n.closeStores()
 		return nil, err
 	}
-	var trans raft.Transport = n.transport
+	// Always wrapped: it also notes the followers' answers (metrics.go).
+	var trans raft.Transport = &durableTransport{NetworkTransport: n.transport, stall: cfg.DiskStall,
+		onStall: n.diskStalled, contact: n.metrics.noteContact}
 	if n.durable != nil {
-		trans = &durableTransport{NetworkTransport: n.transport, d: n.durable, stall: cfg.DiskStall, onStall: n.diskStalled}
+		trans.(*durableTransport).d = n.durable
 	}
 	n.raft, err = raft.NewRaft(rc, n.fsm, logs, stable, snaps, trans)
 	if err != nil {
@@ -374,7 +380,8 @@ func (n *Node) watchLeaders() {
 		select {
 		case <-n.stop:
 			return
-		case <-ch:
+		case o := <-ch:
+			n.metrics.noteLeader(o)
 			n.leaderEvent()
 		}
 	}

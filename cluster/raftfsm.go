@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -30,6 +31,7 @@ type raftFSM struct {
 	// durable is the log store if it defers the leader's syncs: an entry
 	// is applied only once it is on this node's disk (durable.go).
 	durable durability
+	metrics *nodeMetrics // snapshots and batches (metrics.go); nil in some tests
 }
 
 func newRaftFSM(f *fsm.FSM, deliver Deliverer) *raftFSM {
@@ -51,6 +53,9 @@ func (r *raftFSM) Apply(l *raft.Log) interface{} {
 func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	if len(logs) > 0 {
 		r.waitDurable(logs[len(logs)-1].Index)
+	}
+	if r.metrics != nil {
+		r.metrics.batch.Record(uint64(len(logs)))
 	}
 	out := make([]interface{}, len(logs))
 	r.mu.Lock()
@@ -153,31 +158,46 @@ func (r *raftFSM) appliedIndex() uint64 {
 // Snapshot captures the state as bytes. Raft may call Persist while later
 // entries are applied, so the copy is taken here, under the lock.
 func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
+	start := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var b bytes.Buffer
 	if err := r.fsm.Snapshot(&b); err != nil {
 		return nil, err
 	}
-	return &fsmSnapshot{data: b.Bytes()}, nil
+	return &fsmSnapshot{data: b.Bytes(), start: start, m: r.metrics}, nil
 }
 
 // Restore replaces the state with a snapshot.
 func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	start := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.fsm.Restore(rc)
+	cr := &countingReader{r: rc}
+	err := r.fsm.Restore(cr)
+	if err == nil && r.metrics != nil {
+		r.metrics.snapshotInstalled(cr.n, time.Since(start))
+	}
+	return err
 }
 
-type fsmSnapshot struct{ data []byte }
+type fsmSnapshot struct {
+	data  []byte
+	start time.Time    // when Snapshot began
+	m     *nodeMetrics // nil in some tests
+}
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	if _, err := sink.Write(s.data); err != nil {
 		sink.Cancel()
 		return err
 	}
-	return sink.Close()
+	err := sink.Close()
+	if err == nil && s.m != nil {
+		s.m.snapshotTaken(int64(len(s.data)), time.Since(s.start))
+	}
+	return err
 }
 
 func (s *fsmSnapshot) Release() {}

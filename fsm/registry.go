@@ -34,7 +34,10 @@ type Spec struct {
 	FirstKey int // position of the first key, 0 if none
 	LastKey  int // position of the last key, -1 for the last argument
 	Step     int
-	fn       handler
+	// ID numbers the commands densely from 0 in registration order, for
+	// tables outside this package indexed by command (see NumCommands).
+	ID int
+	fn handler
 }
 
 func (s *Spec) arityOK(argc int) bool {
@@ -79,9 +82,14 @@ func register(specs ...Spec) {
 		if s.fn == nil {
 			panic("fsm: command without handler: " + s.Name)
 		}
+		s.ID = len(commands)
 		commands[s.Name] = &s
 	}
 }
+
+// NumCommands is the number of registered commands: every Spec's ID is
+// below it.
+func NumCommands() int { return len(commands) }
 
 // Lookup finds a command by name, in any case.
 func Lookup(name []byte) (*Spec, bool) {

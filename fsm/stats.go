@@ -16,3 +16,58 @@ func (f *FSM) Stats(db int) (keys, expires int) {
 	}
 	return len(ks.keys), expires
 }
+
+// Summary counts what the metrics endpoint reports of the state machine.
+type Summary struct {
+	Keys, Expires        int // in every database; Expires: keys with a deadline
+	Scripts              int // cached script bodies
+	Functions, Libraries int
+	// Bytes is the logical size of the data: key names and the bytes of
+	// every value as clients wrote them (a sorted set's score counts 8),
+	// without the structures that hold them.
+	Bytes int64
+}
+
+// Summary counts the whole state machine: it visits every key and every
+// element of each value. The caller serialises it with Apply.
+func (f *FSM) Summary() Summary {
+	s := Summary{Scripts: len(f.scripts), Functions: len(f.functions), Libraries: len(f.libraries)}
+	for _, ks := range f.dbs {
+		s.Keys += len(ks.keys)
+		for k, v := range ks.keys {
+			if v.Deadline != 0 {
+				s.Expires++
+			}
+			s.Bytes += int64(len(k)) + v.payload()
+		}
+	}
+	return s
+}
+
+// payload is the bytes a value holds, as clients wrote them.
+func (v *Value) payload() int64 {
+	var n int64
+	switch {
+	case v.Hash != nil:
+		for _, f := range v.Hash.fields {
+			if !f.dead {
+				n += int64(len(f.name) + len(f.value))
+			}
+		}
+	case v.List != nil:
+		for i := range v.List.Len() {
+			n += int64(len(v.List.Index(i)))
+		}
+	case v.Set != nil:
+		for m := range v.Set.members {
+			n += int64(len(m))
+		}
+	case v.ZSet != nil:
+		for m := range v.ZSet.scores {
+			n += int64(len(m)) + 8
+		}
+	default:
+		n = int64(len(v.Str))
+	}
+	return n
+}

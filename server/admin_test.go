@@ -475,6 +475,8 @@ func TestAdminCommands(t *testing.T) {
 	c.must(integer(0), "latency", "reset")
 	c.mustErr("ERR No samples available for event 'x'", "latency", "graph", "x")
 	c.mustErr("ERR unknown subcommand 'bogus'. Try LATENCY HELP.", "latency", "bogus")
+	c.must(integer(1), "slowlog", "len") // DEBUG SLEEP 0.01: 10 ms, at the 10000 µs default
+	c.must(okReply, "slowlog", "reset")
 	c.must(arr(), "slowlog", "get")
 	c.must(arr(), "slowlog", "get", "-1")
 	c.mustErr("ERR count should be greater than or equal to -1", "slowlog", "get", "-2")

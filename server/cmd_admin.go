@@ -30,7 +30,6 @@ func init() {
 		connSpec{name: "readwrite", arity: 1, flags: connLocal, fn: cmdReadWrite},
 		connSpec{name: "asking", arity: 1, flags: connLocal, fn: cmdAsking},
 		connSpec{name: "latency", arity: -2, flags: connAdmin, fn: cmdLatency},
-		connSpec{name: "slowlog", arity: -2, flags: connAdmin, fn: cmdSlowlog},
 	)
 }
 
@@ -103,6 +102,9 @@ func (s *Server) initAdmin() {
 	a.lastSave.Store(time.Now().Unix())
 	a.replID = newRunID()
 	a.params = make(map[string]string)
+	for _, name := range []string{"slowlog-log-slower-than", "slowlog-max-len"} {
+		s.slow.configure(name, paramByName[name].def)
+	}
 }
 
 // requirePass is requirepass as CONFIG GET shows it: the last value set
@@ -361,7 +363,7 @@ func cmdReadWrite(c *conn, _ [][]byte) {
 
 func cmdAsking(c *conn, _ [][]byte) { c.reply(resp.OK) }
 
-// ---- LATENCY, SLOWLOG: nothing is recorded ----
+// ---- LATENCY: nothing is recorded (SLOWLOG: slowlog.go) ----
 
 func cmdLatency(c *conn, args [][]byte) {
 	sub, ok := checkSubcommand(c, args)
@@ -393,46 +395,6 @@ func cmdLatency(c *conn, args [][]byte) {
 			"HISTOGRAM [COMMAND ...]",
 			"    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
 			"    If no commands are specified then all histograms are replied.",
-		}))
-	default:
-		c.reply(unknownSubcommand(args))
-	}
-}
-
-func cmdSlowlog(c *conn, args [][]byte) {
-	sub, ok := checkSubcommand(c, args)
-	if !ok {
-		return
-	}
-	switch sub {
-	case "get":
-		if len(args) > 3 {
-			c.reply(subcommandSyntaxError(args))
-			return
-		}
-		if len(args) == 3 {
-			n, err := strconv.ParseInt(string(args[2]), 10, 64)
-			if err != nil || n < -1 {
-				c.reply(resp.Err("ERR count should be greater than or equal to -1"))
-				return
-			}
-		}
-		c.reply(resp.EmptyArr)
-	case "len":
-		c.reply(resp.Zero)
-	case "reset":
-		c.reply(resp.OK)
-	case "help":
-		c.reply(helpReply("SLOWLOG", []string{
-			"GET [<count>]",
-			"    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
-			"    Entries are made of:",
-			"    id, timestamp, time in microseconds, arguments array, client IP and port,",
-			"    client name",
-			"LEN",
-			"    Return the length of the slowlog.",
-			"RESET",
-			"    Reset the slowlog.",
 		}))
 	default:
 		c.reply(unknownSubcommand(args))

@@ -25,6 +25,8 @@ type clientState struct {
 	rejected  bool      // the current command was refused before it ran
 	errPrefix string    // first word of the current command's last error reply
 	spec      *fsm.Spec // the current command's, if the state machine runs it
+	stat      *cmdStat  // the current command's counters (cmdstats.go)
+	args      [][]byte  // the current command's arguments, for SLOWLOG
 
 	// Guarded by conn.mu: CLIENT LIST on other connections reads them.
 	libName, libVer string
@@ -70,12 +72,7 @@ func (c *conn) endCommand(took time.Duration) {
 	s := c.srv
 	name := c.lastCmd
 	failed := a.errPrefix != ""
-	if failed {
-		s.errStats.record(a.errPrefix)
-	}
-	if name != "" {
-		s.cmdStats.record(name, took, a.rejected, failed)
-	}
+	c.account(took) // cmdstats.go
 	if !failed && c.multi == nil && (name == "exec" || a.spec != nil && a.spec.Flags&(fsm.Write|fsm.PubSub) == fsm.Write) {
 		s.adm.dirty.Add(1) // a write, roughly as Redis counts changes
 	}

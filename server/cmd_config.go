@@ -239,6 +239,8 @@ func cmdConfig(c *conn, args [][]byte) {
 		configSetCmd(c, args[2:])
 	case "resetstat":
 		c.srv.resetStats()
+		// RESETSTAT itself counts in the new statistics, as in Redis.
+		c.adm.stat = c.srv.cmdStats.table().slot(0, c.lastCmd)
 		c.reply(resp.OK)
 	case "rewrite":
 		c.reply(resp.Err("ERR The server is running without a config file"))
@@ -536,6 +538,8 @@ func (s *Server) applyParam(p *configParam, v string) {
 		return
 	case "protected-mode":
 		s.adm.protected.Store(v == "yes")
+	case "slowlog-log-slower-than", "slowlog-max-len":
+		s.slow.configure(p.name, v)
 	}
 	s.adm.mu.Lock()
 	s.adm.params[p.name] = v

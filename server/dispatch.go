@@ -32,6 +32,7 @@ type connSpec struct {
 	arity int
 	flags connFlag
 	fn    connHandler
+	id    int // dense, in registration order (cmdstats.go)
 }
 
 var connCommands = map[string]*connSpec{}
@@ -43,6 +44,7 @@ func registerConn(specs ...connSpec) {
 		if _, dup := connCommands[s.name]; dup {
 			panic("server: command registered twice: " + s.name)
 		}
+		s.id = len(connCommands)
 		connCommands[s.name] = &s
 	}
 }
@@ -94,6 +96,7 @@ func (c *conn) dispatch(args [][]byte) {
 	// "client|list", as Redis reports it.
 	c.lastCmd = fullName(name, args)
 	c.adm.spec = spec
+	c.countAs(spec, cs, isConn, args) // statistics and SLOWLOG (cmdstats.go)
 
 	// Redis 7.0's order: unknown command, arity, authentication, then
 	// no_multi.

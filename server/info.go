@@ -110,9 +110,11 @@ func (s *Server) infoSection(name string) []string {
 	case "cpu":
 		return infoCPU()
 	case "commandstats":
-		return s.cmdStats.lines()
+		return s.commandstatsLines()
 	case "errorstats":
 		return s.errStats.lines()
+	case "latencystats":
+		return s.latencystatsLines()
 	case "cluster":
 		return s.infoCluster()
 	case "keyspace":
@@ -530,48 +532,6 @@ func (s *Server) infoKeyspace() []string {
 
 // ---- statistics ----
 
-// commandStats counts calls per command for INFO commandstats. Names come
-// from the command tables, never from clients, so the map is bounded.
-type commandStats struct{ m sync.Map } // name -> *cmdStat
-
-type cmdStat struct {
-	calls, usec, rejected, failed atomic.Int64
-}
-
-func (cs *commandStats) record(name string, took time.Duration, rejected, failed bool) {
-	v, ok := cs.m.Load(name)
-	if !ok {
-		v, _ = cs.m.LoadOrStore(name, new(cmdStat))
-	}
-	st := v.(*cmdStat)
-	switch {
-	case rejected:
-		st.rejected.Add(1)
-		return
-	case failed:
-		st.failed.Add(1)
-	}
-	st.calls.Add(1)
-	st.usec.Add(took.Microseconds())
-}
-
-func (cs *commandStats) lines() []string {
-	var out []string
-	cs.m.Range(func(k, v any) bool {
-		st := v.(*cmdStat)
-		calls, usec := st.calls.Load(), st.usec.Load()
-		per := 0.0
-		if calls > 0 {
-			per = float64(usec) / float64(calls)
-		}
-		out = append(out, fmt.Sprintf("cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d",
-			k, calls, usec, per, st.rejected.Load(), st.failed.Load()))
-		return true
-	})
-	slices.Sort(out)
-	return out
-}
-
 // errorStats counts error replies by their first word, for INFO
 // errorstats. Scripts can make up error prefixes, so, as Redis does, only
 // the first 128 distinct ones are tracked.
@@ -641,7 +601,7 @@ func (s *Server) resetStats() {
 	s.stats.connections.Store(0)
 	s.stats.rejected.Store(0)
 	s.stats.commands.Store(0)
-	s.cmdStats.m.Clear()
+	s.cmdStats.reset()
 	s.errStats.reset()
 	s.ops.mu.Lock()
 	s.ops.t, s.ops.rate = time.Time{}, 0

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/deadbolt/deadbolt/fsm"
 	"github.com/deadbolt/deadbolt/internal/glob"
@@ -95,8 +96,9 @@ func (f *frame) encoded(proto int) []byte {
 
 // Hub delivers published messages to this node's subscribers.
 type Hub struct {
-	mu   sync.RWMutex
-	subs [3]map[string][]*conn // name -> subscribers in subscription order
+	mu        sync.RWMutex
+	subs      [3]map[string][]*conn // name -> subscribers in subscription order
+	delivered atomic.Int64          // messages queued to subscribers, ever
 }
 
 // NewHub returns an empty hub.
@@ -207,6 +209,7 @@ func (h *Hub) DeliverEach(msgs []fsm.Publish) []int {
 				}
 			}
 			counts[i] = n
+			h.delivered.Add(int64(n))
 			continue
 		}
 		f := frame{r: pushReply(resp.BulkString("message"), resp.BulkReply(m.Channel), resp.BulkReply(m.Message))}
@@ -227,6 +230,7 @@ func (h *Hub) DeliverEach(msgs []fsm.Publish) []int {
 			}
 		}
 		counts[i] = n
+		h.delivered.Add(int64(n))
 	}
 	return counts
 }

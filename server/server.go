@@ -139,11 +139,12 @@ type Server struct {
 	noLoop     bool
 	loopFailed bool
 
-	adm      adminState // CLIENT, CONFIG, WAIT, SAVE (cmd_admin.go)
-	aclLog   aclLog     // ACL LOG (acl_log.go)
-	cmdStats commandStats
+	adm      adminState   // CLIENT, CONFIG, WAIT, SAVE (cmd_admin.go)
+	aclLog   aclLog       // ACL LOG (acl_log.go)
+	cmdStats commandStats // cmdstats.go
 	errStats errorStats
 	ops      opsSampler
+	slow     slowLog // slowlog.go
 }
 
 type stats struct {

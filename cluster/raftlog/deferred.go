@@ -46,7 +46,10 @@ func (s *Store) syncAppends(f *os.File) error {
 			return err
 		}
 	}
-	return syncFile(f)
+	t0 := time.Now()
+	err := syncFile(f)
+	s.io.sync.RecordDuration(time.Since(t0))
+	return err
 }
 
 // UnsyncedFor is how long the oldest deferred append not yet synced has

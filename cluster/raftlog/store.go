@@ -90,6 +90,7 @@ type Store struct {
 	stable *stable
 
 	def deferred // appends synced after StoreLogs returns (deferred.go)
+	io  ioStats  // timings for the metrics endpoint (metrics.go)
 }
 
 type segment struct {
@@ -641,7 +642,10 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		b = append(h[:], b...)
 		at = 0
 	}
-	if err := appendWrite(tail.f, b, at); err != nil {
+	t0 := time.Now()
+	err := appendWrite(tail.f, b, at)
+	s.io.appended(len(logs), time.Since(t0))
+	if err != nil {
 		s.discard(tail, newSeg, at, int64(len(b)))
 		return fmt.Errorf("raftlog: append: %w", err)
 	}
