@@ -253,3 +253,28 @@ func ReasonName(reason int) string {
 	}
 	return "unknown"
 }
+
+// ReadsAnyKey reports whether one of u's selectors allows argv and may
+// read every key (allkeys, ~* or %R~*): Redis's test before SORT's BY and
+// GET patterns, which name keys the key specs do not show.
+func (u *User) ReadsAnyKey(c *Command, argv [][]byte) bool {
+	if u.unrestricted {
+		return true
+	}
+	for _, s := range u.Selectors {
+		var keys []KeyRef
+		done := false
+		if s.check(c, argv, &keys, &done).Reason != DeniedNone {
+			continue
+		}
+		if s.AllKeys {
+			return true
+		}
+		for _, p := range s.Patterns {
+			if p.Pattern == "*" && p.Perm&PermRead != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -93,7 +93,30 @@ func (t *Users) SetUser(name string, rules []string) (*Users, *User, error) {
 		}
 	}
 	u.finish()
+	if !reloads(u) {
+		return nil, nil, errors.New("Error in ACL SETUSER: a selector's pattern ends in ')', so the user's description would not load back; deadbolt refuses it (Redis accepts it and cannot load its own ACL SAVE)")
+	}
 	return t.with(u), u, nil
+}
+
+// reloads reports whether u's description makes the same user again: the
+// users are kept in snapshots and ACL files as descriptions, so one that
+// does not load back would stop a node from restoring its own state.
+// Redis 7.0 takes a selector such as "(&a))", whose description does not
+// load.
+func reloads(u *User) bool {
+	desc := u.Describe()
+	again := NewUser(u.Name)
+	merged, _, ok := mergeSelectors(strings.Fields(desc))
+	if !ok {
+		return false
+	}
+	for _, r := range merged {
+		if again.apply(r) != nil {
+			return false
+		}
+	}
+	return again.Describe() == desc
 }
 
 // DelUsers removes users; the default user cannot be removed.
@@ -193,6 +216,9 @@ func ParseFile(name, text string) (*Users, error) {
 			}
 		}
 		u.finish()
+		if !syntaxErr && !reloads(u) {
+			fmt.Fprintf(&errs, "%s:%d: a selector's pattern ends in ')', so the user's description would not load back. ", name, num)
+		}
 	}
 	if errs.Len() > 0 {
 		return nil, errors.New(errs.String() + "WARNING: ACL errors detected, no change to the previously active ACL rules was performed")

@@ -149,6 +149,16 @@ func (c *Ctx) scriptACL(args [][]byte) (resp.Reply, bool) {
 	return resp.Err("ERR The user executing the script " + d.Message()), false
 }
 
+// readsAnyKey reports whether the command's user may read every key with
+// it (SORT's BY and GET patterns name keys no key spec shows).
+func (c *Ctx) readsAnyKey(args [][]byte) bool {
+	if c.user == "" {
+		return true
+	}
+	u := c.f.users.Get(c.user)
+	return u != nil && u.ReadsAnyKey(acl.LookupArgs(args), args)
+}
+
 // ACLDenial is a redis.call a script's user was refused, reported so that
 // the node serving the client can add it to its ACL LOG.
 type ACLDenial struct {

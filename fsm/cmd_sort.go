@@ -63,8 +63,14 @@ func cmdSort(c *Ctx, args [][]byte) resp.Reply {
 		case optEq(args[i], "by") && left >= 1:
 			by, hasBy = args[i+1], true
 			noSort = !bytes.Contains(by, []byte("*"))
+			if !noSort && !c.readsAnyKey(args) {
+				return resp.Err("ERR BY option of SORT denied due to insufficient ACL permissions.")
+			}
 			i++
 		case optEq(args[i], "get") && left >= 1:
+			if !c.readsAnyKey(args) {
+				return resp.Err("ERR GET option of SORT denied due to insufficient ACL permissions.")
+			}
 			gets = append(gets, args[i+1])
 			i++
 		default:

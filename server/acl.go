@@ -531,3 +531,10 @@ func subsAllowed(u *acl.User, subs *subscriptions) bool {
 	}
 	return true
 }
+
+// userNameLocked is userName for another goroutine's connection.
+func (c *conn) userNameLocked() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.userName()
+}

@@ -504,10 +504,10 @@ func clientKill(c *conn, args [][]byte) {
 		return
 	}
 	var (
-		id                uint64
-		addr, laddr, typ  string
-		skipMe            = true
-		hasAddr, hasLaddr bool
+		id                     uint64
+		addr, laddr, typ, user string
+		skipMe                 = true
+		hasAddr, hasLaddr      bool
 	)
 	for i := 2; i < len(args); i += 2 {
 		val := args[i+1]
@@ -530,10 +530,11 @@ func clientKill(c *conn, args [][]byte) {
 		case "laddr":
 			laddr, hasLaddr = string(val), true
 		case "user":
-			if string(val) != "default" {
+			if c.srv.users().Get(string(val)) == nil {
 				c.reply(resp.Err("ERR No such user '" + truncate(string(val), 128) + "'"))
 				return
 			}
+			user = string(val)
 		case "skipme":
 			switch strings.ToLower(string(val)) {
 			case "yes":
@@ -556,6 +557,7 @@ func clientKill(c *conn, args [][]byte) {
 			hasAddr && o.addr != addr,
 			hasLaddr && o.laddr != laddr,
 			typ != "" && clientType(o) != typ,
+			user != "" && o.userNameLocked() != user,
 			skipMe && o == c:
 			continue
 		}
