@@ -41,6 +41,8 @@ func BenchmarkLockUnlockACL(b *testing.B) {
 			var id atomic.Int64
 			b.SetParallelism(32)
 			b.ResetTimer()
+			cpu0 := cpuTime()
+			defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op") }()
 			b.RunParallel(func(pb *testing.PB) {
 				me := id.Add(1)
 				key := fmt.Sprintf("{lock%d}", me)
