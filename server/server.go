@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"github.com/deadbolt/deadbolt/acl"
 	"io"
@@ -179,7 +178,7 @@ func (s *Server) Listen() error {
 	s.ln = ln
 	if s.cfg.TLSOnly {
 		s.tlsAddr.Store(ln.Addr().String())
-		s.ln = tls.NewListener(ln, s.cfg.TLS.Config())
+		s.ln = tlsListener{Listener: ln, config: s.cfg.TLS.Config()}
 	}
 	return nil
 }
@@ -258,8 +257,12 @@ func (s *Server) accept(nc net.Conn) {
 // serveConn is a connection's goroutine, where the event loop does not
 // serve it; s.wg counts it.
 func (s *Server) serveConn(c *conn) {
+	ok := c.handshake()
+	if ok && s.tlsToLoop(c) {
+		return // the loop serves it, and forgets it when it closes
+	}
 	defer s.wg.Done()
-	if c.handshake() {
+	if ok {
 		c.serve()
 	} else {
 		c.nc.Close()
@@ -331,6 +334,19 @@ type AsyncReader interface {
 // eventLoopLocked returns the event loop, starting it the first time,
 // and the socket of nc taken over for it; nil without a loop. s.mu held.
 func (s *Server) eventLoopLocked(nc net.Conn) (*eventLoop, int) {
+	if s.loopLocked() == nil {
+		return nil, -1
+	}
+	fd, err := detach(nc)
+	if err != nil {
+		return nil, -1
+	}
+	return s.loop, fd
+}
+
+// loopLocked returns the event loop, starting it the first time, or nil
+// where connections have goroutines of their own; s.mu is held.
+func (s *Server) loopLocked() *eventLoop {
 	if s.loop == nil {
 		sb, ok := s.backend.(Synchronous)
 		ok = ok && sb.Synchronous()
@@ -338,23 +354,19 @@ func (s *Server) eventLoopLocked(nc net.Conn) (*eventLoop, int) {
 			ok = true
 		}
 		if s.noLoop || s.loopFailed || !ok {
-			return nil, -1
+			return nil
 		}
 		lp, err := newEventLoop(s)
 		if err != nil {
 			s.cfg.Logger.Warn("server: no event loop; a goroutine per connection instead", "err", err)
 			s.loopFailed = true
-			return nil, -1
+			return nil
 		}
 		s.loop = lp
 		s.wg.Add(1)
 		go lp.run()
 	}
-	fd, err := detach(nc)
-	if err != nil {
-		return nil, -1
-	}
-	return s.loop, fd
+	return s.loop
 }
 
 // clients returns the open connections ordered by id.

@@ -23,7 +23,7 @@ const tlsHandshakeTimeout = 10 * time.Second
 // closed or the server is closed; it returns nil then.
 func (s *Server) ServeTLS(ln net.Listener) error {
 	s.tlsAddr.Store(ln.Addr().String())
-	return s.ServeSentinel(tls.NewListener(ln, s.cfg.TLS.Config()))
+	return s.ServeSentinel(tlsListener{Listener: ln, config: s.cfg.TLS.Config()})
 }
 
 // handshake completes a TLS connection's handshake, and reports whether
