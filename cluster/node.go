@@ -112,6 +112,7 @@ type Node struct {
 	raft      *raft.Raft
 	fsm       *raftFSM
 	state     *fsm.FSM
+	lockStats *fsm.LockStats // state's lock counters: atomic, read without the state's lock
 	transport *raft.NetworkTransport
 	// raftRef is raft once NewRaft has returned, for the log store's
 	// goroutine; durable is the log store if it defers syncs.
@@ -172,6 +173,7 @@ func NewNode(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, stop: make(chan struct{})}
 	n.SetRESPAddr(cfg.RESPAddr)
 	n.state = fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget})
+	n.lockStats = n.state.LockStats()
 	n.fsm = newRaftFSM(n.state, cfg.Deliver)
 	n.fwd = newForwarder(cfg.CommandTimeout)
 	n.fwd.password = cfg.Password
@@ -671,3 +673,7 @@ func (m *membership) observe(id string, servers []raft.Server) (in, removed bool
 	m.removed = m.seen && !in
 	return in, m.removed
 }
+
+// LockStats returns this node's lock counters (fsm.LockStats): what it saw
+// happen to locks as it applied the log. Safe to read from any goroutine.
+func (n *Node) LockStats() *fsm.LockStats { return n.lockStats }

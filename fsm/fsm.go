@@ -124,6 +124,9 @@ type FSM struct {
 	applyCtx  Ctx      // reused by Apply (one at a time), so it allocates none
 	calls     uint64   // commands run (applied, read, from scripts); cmd_bit.go's bitOwner uses it
 	bitOwner  bitOwner // the string the bit commands may change in place (cmd_bit.go)
+	// lockStats counts lock events as they are applied (locks.go): this
+	// node's observations, not state; a restore keeps them.
+	lockStats *LockStats
 }
 
 // Options tunes a state machine.
@@ -139,7 +142,7 @@ func New(opt Options) *FSM {
 }
 
 func newState(opt Options) *FSM {
-	f := &FSM{scripts: make(map[string]storedScript), nodes: make(map[string]string), settings: make(map[string]string), opt: opt}
+	f := &FSM{scripts: make(map[string]storedScript), nodes: make(map[string]string), settings: make(map[string]string), opt: opt, lockStats: new(LockStats)}
 	for i := range f.dbs {
 		f.dbs[i] = newKeyspace()
 	}
@@ -168,7 +171,7 @@ func (f *FSM) advance(t int64) int64 {
 // leader). It may change state.
 func (f *FSM) Apply(now int64, cmd Command) Result {
 	c := &f.applyCtx
-	*c = Ctx{f: f, now: f.advance(now)}
+	*c = Ctx{f: f, now: f.advance(now), startVersion: f.version}
 	r := c.run(cmd)
 	*c = Ctx{} // keep nothing of the command alive
 	return r
@@ -227,6 +230,9 @@ type Ctx struct {
 	script   scriptRun // the script being run, if any (cmd_script.go)
 	txIndex  int       // 1-based position in the transaction being applied
 	effects  []Publish
+	// startVersion is the state's version before the command: a key with
+	// a later version changed during it (locks.go).
+	startVersion uint64
 }
 
 func (c *Ctx) selectDB(i int) {
