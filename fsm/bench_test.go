@@ -130,3 +130,26 @@ func BenchmarkStringLockUnlock(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIntrospect100k is one DEADBOLT LOCKS read (the default COUNT,
+// 100) of a database of 100,000 plain keys and 1,000 locks of each of
+// two kinds.
+func BenchmarkIntrospect100k(b *testing.B) {
+	f := New(Options{})
+	defer f.Close()
+	for i := 0; i < 100000; i++ {
+		f.Apply(0, Command{Args: toArgs([]string{"SET", "key:" + strconv.Itoa(i), "v"})})
+	}
+	for i := 0; i < 1000; i++ {
+		f.Apply(0, Command{Args: toArgs([]string{"SET", "job:" + strconv.Itoa(i), "token", "NX", "PX", "30000"})})
+		f.Apply(0, Command{Args: toArgs([]string{"HINCRBY", "lock:" + strconv.Itoa(i), "uuid:1", "1"})})
+	}
+	cmd := Command{Args: toArgs([]string{LocksCommand})}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if r := f.Read(0, cmd); len(r.Reply.Elems) != DefaultLocksCount {
+			b.Fatalf("%d locks", len(r.Reply.Elems))
+		}
+	}
+}
