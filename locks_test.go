@@ -232,7 +232,7 @@ func TestDeadboltLocksClients(t *testing.T) {
 
 	// Counters: three string locks taken, one contended; two Redisson
 	// locks released (lock and fair lock) and taken again.
-	st := n.LockStats().Snapshot()
+	st := n.LockStats()
 	if s := st[fsm.LockString]; s.Acquired != 3 || s.Contended < 1 {
 		t.Errorf("string counters: %+v", s)
 	}
@@ -293,9 +293,9 @@ func TestDeadboltLocksThroughFollower(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for i := range c.Nodes {
-		for c.Nodes[i].LockStats().Snapshot()[fsm.LockString].Acquired != 1 {
+		for c.Nodes[i].LockStats()[fsm.LockString].Acquired != 1 {
 			if time.Now().After(deadline) {
-				t.Fatalf("node %d never counted the string lock: %+v", i, c.Nodes[i].LockStats().Snapshot())
+				t.Fatalf("node %d never counted the string lock: %+v", i, c.Nodes[i].LockStats())
 			}
 			time.Sleep(5 * time.Millisecond)
 		}

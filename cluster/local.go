@@ -58,11 +58,10 @@ const reapInterval = 100 * time.Millisecond
 // are applied in the order they arrive, stamped with the local clock. It
 // is the embedded single node and the in-process test double.
 type Local struct {
-	mu        sync.Mutex
-	fsm       *fsm.FSM
-	lockStats *fsm.LockStats // the same for fsm's life; atomic, read without mu
-	clock     Clock
-	deliver   Deliverer
+	mu      sync.Mutex
+	fsm     *fsm.FSM
+	clock   Clock
+	deliver Deliverer
 
 	stop chan struct{}
 	done chan struct{}
@@ -74,7 +73,7 @@ func NewLocal(f *fsm.FSM, clock Clock, deliver Deliverer) *Local {
 	if clock == nil {
 		clock = SystemClock{}
 	}
-	l := &Local{fsm: f, lockStats: f.LockStats(), clock: clock, deliver: deliver, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &Local{fsm: f, clock: clock, deliver: deliver, stop: make(chan struct{}), done: make(chan struct{})}
 	go l.expireLoop()
 	return l
 }
@@ -189,6 +188,10 @@ func (l *Local) Setting(name string) string {
 	return l.fsm.Setting(name)
 }
 
-// LockStats returns the state machine's lock counters (fsm.LockStats):
-// safe to read from any goroutine, without waiting for commands.
-func (l *Local) LockStats() *fsm.LockStats { return l.lockStats }
+// LockStats returns the state machine's lock counters (FSM.LockStats),
+// one entry per fsm.LockKind.
+func (l *Local) LockStats() []fsm.LockKindStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fsm.LockStats()
+}

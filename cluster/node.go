@@ -112,7 +112,6 @@ type Node struct {
 	raft      *raft.Raft
 	fsm       *raftFSM
 	state     *fsm.FSM
-	lockStats *fsm.LockStats // state's lock counters: atomic, read without the state's lock
 	transport *raft.NetworkTransport
 	// raftRef is raft once NewRaft has returned, for the log store's
 	// goroutine; durable is the log store if it defers syncs.
@@ -173,7 +172,6 @@ func NewNode(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, stop: make(chan struct{})}
 	n.SetRESPAddr(cfg.RESPAddr)
 	n.state = fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget})
-	n.lockStats = n.state.LockStats()
 	n.fsm = newRaftFSM(n.state, cfg.Deliver)
 	n.fwd = newForwarder(cfg.CommandTimeout)
 	n.fwd.password = cfg.Password
@@ -674,6 +672,10 @@ func (m *membership) observe(id string, servers []raft.Server) (in, removed bool
 	return in, m.removed
 }
 
-// LockStats returns this node's lock counters (fsm.LockStats): what it saw
-// happen to locks as it applied the log. Safe to read from any goroutine.
-func (n *Node) LockStats() *fsm.LockStats { return n.lockStats }
+// LockStats returns this node's lock counters (FSM.LockStats), one entry
+// per fsm.LockKind: what it saw happen to locks as it applied the log.
+func (n *Node) LockStats() []fsm.LockKindStats {
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.state.LockStats()
+}

@@ -126,7 +126,7 @@ type FSM struct {
 	bitOwner  bitOwner // the string the bit commands may change in place (cmd_bit.go)
 	// lockStats counts lock events as they are applied (locks.go): this
 	// node's observations, not state; a restore keeps them.
-	lockStats *LockStats
+	lockStats lockStats
 }
 
 // Options tunes a state machine.
@@ -142,7 +142,7 @@ func New(opt Options) *FSM {
 }
 
 func newState(opt Options) *FSM {
-	f := &FSM{scripts: make(map[string]storedScript), nodes: make(map[string]string), settings: make(map[string]string), opt: opt, lockStats: new(LockStats)}
+	f := &FSM{scripts: make(map[string]storedScript), nodes: make(map[string]string), settings: make(map[string]string), opt: opt}
 	for i := range f.dbs {
 		f.dbs[i] = newKeyspace()
 	}

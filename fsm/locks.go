@@ -1,9 +1,6 @@
 package fsm
 
-import (
-	"bytes"
-	"sync/atomic"
-)
+import "bytes"
 
 // Lock shapes: how a key was created, when that is how a lock client
 // creates its lock. The shape is replicated state (set while applying,
@@ -81,21 +78,22 @@ func (s lockShape) kind() (LockKind, bool) {
 // hold time histogram; a last bucket, +Inf, follows them.
 var HoldBucketsMs = [...]int64{1, 5, 10, 50, 100, 500, 1000, 5000, 10000, 30000, 60000, 300000, 3600000}
 
-// LockStats counts what this node saw happen to locks as it applied the
+// lockStats counts what this node saw happen to locks as it applied the
 // log. The counters are observations, not state: they are not
 // replicated, not in snapshots, start at zero when the process starts
 // and survive a snapshot install; no reply depends on them. Every node
 // applies the same log, so every node counts the same events. They are
-// atomic: read them from any goroutine (Snapshot) while the state
-// machine applies.
-type LockStats struct {
+// plain integers, changed only by the goroutine that applies and read
+// (LockStats) by a caller that serialises with it, as Stats is: the
+// apply path pays no atomic instruction for them.
+type lockStats struct {
 	kinds [NumLockKinds]lockKindStats
 }
 
 type lockKindStats struct {
-	acquired, reentered, contended, released, expired atomic.Uint64
-	holdSum                                           atomic.Uint64 // ms
-	hold                                              [len(HoldBucketsMs) + 1]atomic.Uint64
+	acquired, reentered, contended, released, expired uint64
+	holdSum                                           uint64 // ms
+	hold                                              [len(HoldBucketsMs) + 1]uint64
 }
 
 // LockKindStats is one kind's counters at one moment.
@@ -125,22 +123,19 @@ type LockKindStats struct {
 	HoldSumMs   uint64
 }
 
-// Snapshot returns the counters, one entry per LockKind in order.
-func (s *LockStats) Snapshot() []LockKindStats {
+// LockStats returns this node's lock counters, one entry per LockKind in
+// order. It reads state the applier changes: the caller serialises it
+// with Apply (the drivers' LockStats do).
+func (f *FSM) LockStats() []LockKindStats {
 	out := make([]LockKindStats, NumLockKinds)
-	for i := range s.kinds {
-		k := &s.kinds[i]
+	for i := range f.lockStats.kinds {
+		k := &f.lockStats.kinds[i]
 		o := &out[i]
-		o.Kind = LockKind(i)
-		o.Acquired = k.acquired.Load()
-		o.Reentered = k.reentered.Load()
-		o.Contended = k.contended.Load()
-		o.Released = k.released.Load()
-		o.Expired = k.expired.Load()
-		o.HoldSumMs = k.holdSum.Load()
+		*o = LockKindStats{Kind: LockKind(i), Acquired: k.acquired, Reentered: k.reentered,
+			Contended: k.contended, Released: k.released, Expired: k.expired, HoldSumMs: k.holdSum}
 		var cum uint64
-		for b := range k.hold {
-			cum += k.hold[b].Load()
+		for b, n := range k.hold {
+			cum += n
 			o.HoldBuckets[b] = cum
 		}
 		o.HoldCount = cum
@@ -148,20 +143,16 @@ func (s *LockStats) Snapshot() []LockKindStats {
 	return out
 }
 
-func (s *LockStats) observeHold(k LockKind, ms int64) {
+func (s *lockStats) observeHold(k LockKind, ms int64) {
 	ms = max(ms, 0)
 	b := 0
 	for b < len(HoldBucketsMs) && ms > HoldBucketsMs[b] {
 		b++
 	}
 	st := &s.kinds[k]
-	st.hold[b].Add(1)
-	st.holdSum.Add(uint64(ms))
+	st.hold[b]++
+	st.holdSum += uint64(ms)
 }
-
-// LockStats returns this state machine's lock counters. The pointer stays
-// the same for the state machine's life (a snapshot install keeps it).
-func (f *FSM) LockStats() *LockStats { return f.lockStats }
 
 // lockTaken gives a value that was just created the way a lock client
 // creates its lock its shape and creation time, and counts the
@@ -170,7 +161,7 @@ func (c *Ctx) lockTaken(v *Value, s lockShape) {
 	v.lock = s
 	v.setCreated(c.now)
 	if k, ok := s.kind(); ok {
-		c.f.lockStats.kinds[k].acquired.Add(1)
+		c.f.lockStats.kinds[k].acquired++
 	}
 }
 
@@ -181,13 +172,13 @@ func (c *Ctx) lockGone(v *Value, expired bool) {
 	if !ok || k == LockSemaphore {
 		return
 	}
-	st := c.f.lockStats
+	st := &c.f.lockStats
 	end := c.now
 	if expired {
-		st.kinds[k].expired.Add(1)
+		st.kinds[k].expired++
 		end = v.Deadline // the hold ended when the lease ran out
 	} else {
-		st.kinds[k].released.Add(1)
+		st.kinds[k].released++
 	}
 	st.observeHold(k, end-v.created())
 }
@@ -198,7 +189,7 @@ func (c *Ctx) lockContended(cur *Value) {
 	if !ok {
 		k = LockString
 	}
-	c.f.lockStats.kinds[k].contended.Add(1)
+	c.f.lockStats.kinds[k].contended++
 }
 
 // lockLeaseRead is called when a command applied through the log reads a
@@ -211,7 +202,7 @@ func (c *Ctx) lockLeaseRead(v *Value) {
 		return
 	}
 	if k, ok := v.lock.kind(); ok && k != LockString && k != LockSemaphore {
-		c.f.lockStats.kinds[k].contended.Add(1)
+		c.f.lockStats.kinds[k].contended++
 	}
 }
 
@@ -233,9 +224,9 @@ func (c *Ctx) lockHashWrite(v *Value, isNew bool, field []byte, count []byte, fi
 		return
 	}
 	if fieldExisted {
-		c.f.lockStats.kinds[k].reentered.Add(1)
+		c.f.lockStats.kinds[k].reentered++
 	} else if string(field) != "mode" {
-		c.f.lockStats.kinds[k].acquired.Add(1) // another reader
+		c.f.lockStats.kinds[k].acquired++ // another reader
 	}
 }
 
@@ -246,9 +237,9 @@ func (c *Ctx) lockCounterChange(v *Value, incr int64) {
 		return
 	}
 	if incr < 0 {
-		c.f.lockStats.kinds[LockSemaphore].acquired.Add(1)
+		c.f.lockStats.kinds[LockSemaphore].acquired++
 	} else if incr > 0 {
-		c.f.lockStats.kinds[LockSemaphore].released.Add(1)
+		c.f.lockStats.kinds[LockSemaphore].released++
 	}
 }
 
