@@ -243,6 +243,12 @@ func hexID(m string) string {
 const maxHoldFields = 1024
 
 func (c *Ctx) describeHashLock(ks *keyspace, e *lockEntry, v *Value) bool {
+	if v.Deadline == 0 {
+		// Redisson gives every lock a lease (the watchdog's, when the
+		// caller gives none); a hash without one is data, such as
+		// counters kept with HINCRBY.
+		return false
+	}
 	if v.lock != shapeNone {
 		e.since = v.created()
 	}

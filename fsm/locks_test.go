@@ -71,6 +71,7 @@ func TestLocksLayouts(t *testing.T) {
 		{"SET", "plain", "v"},
 		{"SET", "n", "5"},
 		{"HSET", "user", "name", "x"},
+		{"HINCRBY", "hits", "page:1", "1"}, // created like a lock, but no lease
 	}
 	for _, s := range steps {
 		if r := f.Apply(t0, Command{Args: kvArgs(s...)}); r.Reply.IsError() {

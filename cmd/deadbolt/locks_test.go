@@ -36,6 +36,7 @@ func TestRunLocks(t *testing.T) {
 	for _, cmd := range []string{
 		"SET job tok-1 NX PX 30000\r\n",
 		"HINCRBY orders svc-a:1 1\r\n",
+		"PEXPIRE orders 30000\r\n",
 		"RPUSH redisson_lock_queue:{orders} svc-b:1\r\n",
 		"ZADD redisson_lock_timeout:{orders} 1800000000000 svc-b:1\r\n",
 	} {
