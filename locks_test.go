@@ -345,3 +345,35 @@ func TestDeadboltLocksErrors(t *testing.T) {
 		t.Errorf("COMMAND INFO deadbolt: %s", s)
 	}
 }
+
+// TestDeadboltLocksLeaseExpired: owners that vanish without unlocking
+// (a crashed service) show as leases expired, with the lease as the hold
+// time, and their locks leave the list.
+func TestDeadboltLocksLeaseExpired(t *testing.T) {
+	n := RunT(t)
+	ctx := context.Background()
+	rdb := resp2(t, n.Addr())
+	a := dbclient.New(redis.NewClient(&redis.Options{Addr: n.Addr()}))
+	if err := a.NewLock("orders", dbclient.WithOwner(dbclient.OwnerOf("svc-a", 1))).LockLease(ctx, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	rs := redsync.New(goredis.NewPool(redis.NewClient(&redis.Options{Addr: n.Addr()})))
+	if err := rs.NewMutex("job", redsync.WithExpiry(2*time.Second), redsync.WithTries(1)).Lock(); err != nil {
+		t.Fatal(err)
+	}
+	a.Close() // the service dies holding both
+	if ls := deadboltLocks(t, rdb); len(ls) != 2 {
+		t.Fatalf("before the leases end: %v", ls)
+	}
+	n.Advance(3 * time.Second)
+	if ls := deadboltLocks(t, rdb); len(ls) != 0 {
+		t.Errorf("after the leases ended: %v", ls)
+	}
+	st := n.LockStats()
+	for _, k := range []fsm.LockKind{fsm.LockString, fsm.LockReentrant} {
+		s := st[k]
+		if s.Expired != 1 || s.Released != 0 || s.HoldCount != 1 || s.HoldSumMs < 1990 || s.HoldSumMs > 2000 {
+			t.Errorf("%s: expired %d released %d holds %d, hold sum %d ms (want about the 2000 ms lease)", k, s.Expired, s.Released, s.HoldCount, s.HoldSumMs)
+		}
+	}
+}
