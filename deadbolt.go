@@ -324,4 +324,5 @@ var (
 	_ server.InfoProvider  = (*cluster.Node)(nil)
 	_ server.KeyspaceStats = (*cluster.Node)(nil)
 	_ server.KeyspaceStats = (*cluster.Local)(nil)
+	_ server.MemberAsker   = (*cluster.Node)(nil)
 )

@@ -286,10 +286,29 @@ func TestDeadboltLocksThroughFollower(t *testing.T) {
 	if ok, err := resp2(t, c.Addr(leader)).SetNX(ctx, "job", "tok", 10*time.Second).Result(); err != nil || !ok {
 		t.Fatalf("SET NX: %v %v", ok, err)
 	}
-	f := c.Followers()[0]
-	ls := deadboltLocks(t, resp2(t, c.Addr(f)))
+	f := c.Followers()
+	ls := deadboltLocks(t, resp2(t, c.Addr(f[0])))
 	if ls["orders"].str("kind") != "reentrant" || ls["orders"].holders() != "svc-a:1=1" || ls["job"].holders() != "tok=1" {
 		t.Fatalf("through a follower: %v", ls)
+	}
+	if ls["orders"].int("waiters") != 0 || ls["orders"].int("waiters-nodes") != 3 {
+		t.Errorf("waiters before any subscribe: %v", ls["orders"])
+	}
+	// Waiters subscribed on the leader (plain) and on the other follower
+	// (sharded, as Redisson in cluster mode): the follower asked counts
+	// both.
+	subLeader := resp2(t, c.Addr(leader)).Subscribe(ctx, "redisson_lock__channel:{orders}")
+	defer subLeader.Close()
+	subOther := resp2(t, c.Addr(f[1])).SSubscribe(ctx, "redisson_lock__channel:{orders}")
+	defer subOther.Close()
+	for _, s := range []*redis.PubSub{subLeader, subOther} {
+		if _, err := s.Receive(ctx); err != nil {
+			t.Fatalf("subscribe: %v", err)
+		}
+	}
+	ls = deadboltLocks(t, resp2(t, c.Addr(f[0])))
+	if ls["orders"].int("waiters") != 2 || ls["orders"].int("waiters-nodes") != 3 {
+		t.Errorf("waiters on the other members: %v", ls["orders"])
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for i := range c.Nodes {
