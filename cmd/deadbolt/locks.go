@@ -144,7 +144,10 @@ func printLocks(w io.Writer, r resp.Reply) error {
 			lease = (time.Duration(t) * time.Millisecond).String()
 		}
 		if n := m["waiters"].Int; n >= 0 {
-			waiters = strconv.FormatInt(n, 10) + " here"
+			waiters = strconv.FormatInt(n, 10)
+			if k := m["waiters-nodes"].Int; k != 1 {
+				waiters += " on " + strconv.FormatInt(k, 10) + " nodes"
+			}
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m["db"].Int, m["name"].String(), m["kind"].String(),
 			dash(strings.Join(holders, ", ")), since, lease, waiters, dash(strings.Join(queue, ", ")), dash(strings.Join(info, " ")))
