@@ -310,8 +310,17 @@ func TestDeadboltLocksThroughFollower(t *testing.T) {
 	if ls["orders"].int("waiters") != 2 || ls["orders"].int("waiters-nodes") != 3 {
 		t.Errorf("waiters on the other members: %v", ls["orders"])
 	}
+	// A member that is down is left out, and said to be.
+	c.Kill(f[1])
+	ls = deadboltLocks(t, resp2(t, c.Addr(f[0])))
+	if ls["orders"].int("waiters") != 1 || ls["orders"].int("waiters-nodes") != 2 {
+		t.Errorf("with a member down: %v", ls["orders"])
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for i := range c.Nodes {
+		if c.Nodes[i] == nil {
+			continue // killed above
+		}
 		for c.Nodes[i].LockStats()[fsm.LockString].Acquired != 1 {
 			if time.Now().After(deadline) {
 				t.Fatalf("node %d never counted the string lock: %+v", i, c.Nodes[i].LockStats())
