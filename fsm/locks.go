@@ -207,12 +207,13 @@ func (c *Ctx) lockLeaseRead(v *Value) {
 }
 
 // lockHashWrite recognises a hash lock at HINCRBY/HSET: a new hash whose
-// first field is "mode" (read-write lock) or an "<owner>:<thread>" hold
-// count set to 1 (Redisson lock); on a lock hash, a hold count going up.
+// first field is "mode" set to read or write (read-write lock) or an
+// "<owner>:<thread>" hold count set to 1 (Redisson lock); on a lock hash,
+// a hold count going up. (count is the field's new value.)
 func (c *Ctx) lockHashWrite(v *Value, isNew bool, field []byte, count []byte, fieldExisted bool) {
 	if isNew {
 		switch {
-		case string(field) == "mode":
+		case string(field) == "mode" && (string(count) == "read" || string(count) == "write"):
 			c.lockTaken(v, shapeRW)
 		case string(count) == "1" && bytes.IndexByte(field, ':') >= 0:
 			c.lockTaken(v, shapeHash)

@@ -147,6 +147,10 @@ func TestLocksCounters(t *testing.T) {
 	do(t0, evalArgs(testWriteLck, []string{"w"}, "30000", "v:1:write")...)
 	// A PTTL read outside the log is no contention either.
 	f.Read(t0, Command{Args: kvArgs("PTTL", "w")})
+	// Not locks: a settings hash with a "mode", a counter hash.
+	do(t0, "HSET", "prefs", "mode", "dark")
+	do(t0, "HINCRBY", "hits", "page", "1")
+	do(t0, "DEL", "prefs", "hits")
 	// Semaphore: set (published), two permits taken, one given back.
 	do(t0+20, evalArgs(testSemSet, []string{"sem", "redisson_sc:{sem}"}, "3")...)
 	do(t0+20, "DECRBY", "sem", "2")
