@@ -684,3 +684,11 @@ func (m *membership) observe(id string, servers []raft.Server) (in, removed bool
 	m.removed = m.seen && !in
 	return in, m.removed
 }
+
+// LockStats returns this node's lock counters (FSM.LockStats), one entry
+// per fsm.LockKind: what it saw happen to locks as it applied the log.
+func (n *Node) LockStats() []fsm.LockKindStats {
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.state.LockStats()
+}

@@ -741,7 +741,8 @@ func keysFromSpecs(specs []keySpec, argv [][]byte) ([]keyRef, bool) {
 // DOCS of redis-server 7.0.15) for the command groups deadbolt may
 // implement: generic, string, hash, list, set, sorted-set, bitmap, pubsub,
 // scripting (EVAL family), transactions, connection, server and cluster;
-// plus the few later additions deadbolt answers (marked 7.2.0). Rows for
+// plus the few later additions deadbolt answers (marked 7.2.0) and
+// deadbolt's own commands (marked deadbolt). Rows for
 // commands that no table registers are not shown to clients.
 var redisCommands = []cmdRow{
 	{"acl", -2, "", 0, 0, 0, "slow", "", "", "server", "6.0.0", "A container for Access List Control commands "},
@@ -1057,4 +1058,8 @@ var redisCommands = []cmdRow{
 	{"client|no-touch", 3, "noscript loading stale", 0, 0, 0, "slow connection", "", "", "connection", "7.2.0", "Controls whether commands sent by the client affect the LRU/LFU of accessed keys"},
 	{"client|setinfo", 4, "noscript loading stale", 0, 0, 0, "slow connection", "request_policy:all_nodes response_policy:all_succeeded", "", "connection", "7.2.0", "Sets information specific to the client or connection"},
 	{"waitaof", 4, "noscript", 0, 0, 0, "slow connection", "request_policy:all_shards response_policy:agg_min", "", "generic", "7.2.0", "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas"},
+	// deadbolt's own commands (since: deadbolt's, not Redis's).
+	{"deadbolt", -2, "", 0, 0, 0, "slow", "", "", "server", "deadbolt", "A container for deadbolt's own commands"},
+	{"deadbolt|help", 2, "loading stale", 0, 0, 0, "slow", "", "", "server", "deadbolt", "Show helpful text about the different subcommands"},
+	{"deadbolt|locks", -2, "readonly noscript", 0, 0, 0, "read slow", "nondeterministic_output", "", "server", "deadbolt", "List the locks held: kind, holders, held since, lease, waiters and queue"},
 }

@@ -39,8 +39,12 @@ func main() {
 	}
 }
 
-// run parses flags, starts a node and serves until ctx is done.
+// run parses flags, starts a node and serves until ctx is done (or, for
+// "deadbolt locks", lists a node's locks).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "locks" {
+		return runLocks(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("deadbolt", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -327,6 +331,7 @@ Examples:
            --tls-key-file n1.key --tls-ca-cert-file ca.crt
                                              members speak mutual TLS to each other (and a
                                              new member's --join takes a --tls-addr)
+  deadbolt locks --addr 10.0.0.2:6379        list the locks held (any member; --help for its flags)
 
 Flags:
 `)
