@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"github.com/deadbolt/deadbolt/acl"
 	"io"
@@ -225,16 +226,12 @@ func (s *Server) accept(nc net.Conn) {
 	}
 	if len(s.conns) >= s.cfg.MaxClients {
 		s.mu.Unlock()
-		s.stats.rejected.Add(1)
-		nc.Write([]byte("-ERR max number of clients reached\r\n"))
-		nc.Close()
+		s.refuse(nc, "-ERR max number of clients reached\r\n")
 		return
 	}
 	if s.refusedByProtectedMode(nc.RemoteAddr()) {
 		s.mu.Unlock()
-		s.stats.rejected.Add(1)
-		nc.Write([]byte(msgProtected))
-		nc.Close()
+		s.refuse(nc, msgProtected)
 		return
 	}
 	lp, fd := s.eventLoopLocked(nc)
@@ -252,6 +249,24 @@ func (s *Server) accept(nc net.Conn) {
 		return
 	}
 	go s.serveConn(c)
+}
+
+// refuse answers a connection the server does not take with msg and
+// closes it. A TLS client gets it after its handshake, as Redis sends it,
+// on a goroutine of its own bounded by the handshake's time: never under
+// s.mu, where a client that stalls its handshake would stop the server.
+func (s *Server) refuse(nc net.Conn, msg string) {
+	s.stats.rejected.Add(1)
+	if _, ok := nc.(*tls.Conn); !ok {
+		nc.Write([]byte(msg))
+		nc.Close()
+		return
+	}
+	go func() {
+		nc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+		nc.Write([]byte(msg))
+		nc.Close()
+	}()
 }
 
 // serveConn is a connection's goroutine, where the event loop does not

@@ -17,7 +17,7 @@ import (
 // come next; those already open keep theirs.
 
 // tlsHandshakeTimeout bounds a client's TLS handshake.
-const tlsHandshakeTimeout = 10 * time.Second
+var tlsHandshakeTimeout = 10 * time.Second // a variable for the tests
 
 // ServeTLS serves TLS clients on ln (a plain TCP listener) until it is
 // closed or the server is closed; it returns nil then.
