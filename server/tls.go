@@ -9,10 +9,9 @@ import (
 	"github.com/deadbolt/deadbolt/tlsconf"
 )
 
-// Client TLS. A TLS connection is served like any other, except that it
-// has a goroutine of its own (the event loop reads sockets, and TLS needs
-// its records decrypted first); its handshake is done there, bounded in
-// time. The configuration is the tlsconf.Loader's, so that CONFIG SET of a
+// Client TLS. A TLS connection's handshake is done on a goroutine of its
+// own, bounded in time; then the event loop serves it like any other
+// (tlspipe.go). The configuration is the tlsconf.Loader's, so that CONFIG SET of a
 // tls-* parameter, or a reload (SIGHUP), applies to the connections that
 // come next; those already open keep theirs.
 
