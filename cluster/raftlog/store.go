@@ -134,26 +134,36 @@ func Open(dir string, opts Options) (*Store, error) {
 	if s.stable, err = openStable(filepath.Join(dir, "stable")); err != nil {
 		return nil, err
 	}
-	if s.metaFirst, err = readMeta(filepath.Join(dir, "meta")); err != nil {
-		return nil, err
-	}
-	if err := os.Remove(filepath.Join(dir, spareName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	// Segments a compaction dropped and a crash kept from being removed.
-	dead, err := filepath.Glob(filepath.Join(dir, "*"+deadSuffix))
-	if err != nil {
-		return nil, err
-	}
-	if err := removeDead(dir, dead); err != nil {
-		return nil, err
-	}
-	if err := s.load(); err != nil {
-		s.closeSegs(s.segs) // those kept before a late failure
+	if err := s.openRest(); err != nil {
+		s.stable.close()
 		return nil, err
 	}
 	s.prepareSpare()
 	return s, nil
+}
+
+// openRest is Open after the stable store: meta, leftovers, segments.
+func (s *Store) openRest() error {
+	var err error
+	if s.metaFirst, err = readMeta(filepath.Join(s.dir, "meta")); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(s.dir, spareName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	// Segments a compaction dropped and a crash kept from being removed.
+	dead, err := filepath.Glob(filepath.Join(s.dir, "*"+deadSuffix))
+	if err != nil {
+		return err
+	}
+	if err := removeDead(s.dir, dead); err != nil {
+		return err
+	}
+	if err := s.load(); err != nil {
+		s.closeSegs(s.segs) // those kept before a late failure
+		return err
+	}
+	return nil
 }
 
 // prepareSpare starts zero-filling the next segment's file.
@@ -691,8 +701,20 @@ func (s *Store) discard(seg *segment, isNew bool, at, n int64) {
 func (s *Store) newSegment(base uint64) (*segment, error) {
 	close(s.hurry)
 	sp := <-s.spare
+	if sp.err != nil && !s.stopping.Load() {
+		// Making it failed (a full disk, say), perhaps a while ago:
+		// space may have returned since. Try again, unpaced.
+		now := make(chan struct{})
+		close(now)
+		sp.f, sp.err = zeroFile(filepath.Join(s.dir, spareName), s.segSize, &s.stopping, now)
+	}
 	if sp.err != nil {
-		s.prepareSpare()
+		// No spare is made in the background until this succeeds: on a
+		// full disk it would take the last free blocks, again and
+		// again, from whatever else needs them (a snapshot).
+		s.spare = make(chan spareFile, 1)
+		s.spare <- sp
+		s.hurry = make(chan struct{})
 		return nil, fmt.Errorf("raftlog: new segment: %w", sp.err)
 	}
 	path := s.segPath(base)
@@ -886,6 +908,9 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	if err := s.stable.close(); flushErr == nil {
+		flushErr = err
+	}
 	s.closeSegs(s.segs)
 	s.segs = nil
 	s.stopping.Store(true)
