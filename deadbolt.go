@@ -70,6 +70,7 @@ type Config struct {
 	LeaderLease       time.Duration
 	CommandTimeout    time.Duration
 	DiskStall         time.Duration // see cluster.Config.DiskStall
+	MinFreeDisk       int64         // see cluster.Config.MinFreeDisk
 	RaftLog           io.Writer
 	BeforeSync        func() error // test hook: see cluster.Config.BeforeSync
 	// ClusterSecret, shared by every member, authenticates each connection
@@ -103,6 +104,7 @@ type Config struct {
 
 	network     *cluster.Network // RunClusterT's cuttable links
 	noBootstrap bool             // RunClusterT bootstraps once all nodes listen
+	segmentSize int64            // the log's segment size (tests on small file systems)
 }
 
 // Node is a running deadbolt node.
@@ -181,7 +183,7 @@ func Start(cfg Config) (*Node, error) {
 			ID: id, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, Peers: peers,
 			SnapshotThreshold: cfg.SnapshotThreshold, HeartbeatTimeout: cfg.HeartbeatTimeout,
 			ElectionTimeout: cfg.ElectionTimeout, LeaderLease: cfg.LeaderLease,
-			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget,
+			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, MinFreeDisk: cfg.MinFreeDisk, SegmentSize: cfg.segmentSize, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget,
 			Logger: cfg.Logger, RaftLog: cfg.RaftLog, Deliver: hub, Password: cfg.RequirePass,
 			Network: cfg.network, BeforeSync: cfg.BeforeSync, PeerAuth: auth, JoinConn: joinConn,
 		})

@@ -5,8 +5,10 @@ package raftlog
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -42,10 +44,14 @@ func TestDiskFull(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	waitReserve(t, s)
 	ballast := tmpfs.Fill(t, dir, 0)
-	// Until the segment is full, appends overwrite its zeros in place.
+	// Until the segment is full, appends overwrite its zeros in place;
+	// then the reserve becomes the next segment, and it fills too.
 	var fullErr error
-	for range 2 * seg / len(big) {
+	usedReserve := false
+	for range 3 * seg / len(big) {
+		usedReserve = usedReserve || s.ReserveInUse()
 		if fullErr = appendOne(); fullErr != nil {
 			break
 		}
@@ -57,6 +63,9 @@ func TestDiskFull(t *testing.T) {
 		if err := s.Set([]byte("LastVoteCand"), []byte("node-a")); err != nil {
 			t.Fatalf("stable store on a full disk: %v", err)
 		}
+	}
+	if !usedReserve {
+		t.Fatal("the reserve segment was never used")
 	}
 	if !errors.Is(fullErr, syscall.ENOSPC) {
 		t.Fatalf("append needing a new segment on a full disk: %v, want ENOSPC", fullErr)
@@ -75,6 +84,9 @@ func TestDiskFull(t *testing.T) {
 	if err := os.Remove(ballast); err != nil {
 		t.Fatal(err)
 	}
+	// With space back the reserve is made again, without an append.
+	s.RefillReserve()
+	waitReserve(t, s)
 	for range 100 {
 		if err := appendOne(); err != nil {
 			t.Fatalf("append after space returned: %v", err)
@@ -102,5 +114,21 @@ func TestDiskFull(t *testing.T) {
 	}
 	if v, err := s.GetUint64([]byte("CurrentTerm")); err != nil || v != 99 {
 		t.Fatalf("CurrentTerm = %d, %v", v, err)
+	}
+}
+
+// waitReserve waits until the store has its reserve segment.
+func waitReserve(t *testing.T, s *Store) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := os.Stat(filepath.Join(s.dir, reserveName))
+		if err == nil && st.Size() == s.segSize && !s.ReserveInUse() && !s.reserving.Load() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the reserve segment was not made")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

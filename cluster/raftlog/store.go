@@ -78,6 +78,9 @@ type Store struct {
 	spareRun sync.WaitGroup
 	hurry    chan struct{} // closed when an append waits for the spare being made, or on Close (under wmu)
 	stopping atomic.Bool   // Close: a spare being made is given up
+	// The reserve segment (reserve.go).
+	reserving   atomic.Bool // one goroutine makes it at a time
+	reserveUsed atomic.Bool // taken for want of space, not yet made again
 	// metaFirst is the first index recorded in meta, under wmu.
 	metaFirst uint64
 	deadSeq   uint64 // names dropped segments apart, under wmu
@@ -148,8 +151,10 @@ func (s *Store) openRest() error {
 	if s.metaFirst, err = readMeta(filepath.Join(s.dir, "meta")); err != nil {
 		return err
 	}
-	if err := os.Remove(filepath.Join(s.dir, spareName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
+	for _, name := range []string{spareName, reserveTmpName} {
+		if err := os.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 	}
 	// Segments a compaction dropped and a crash kept from being removed.
 	dead, err := filepath.Glob(filepath.Join(s.dir, "*"+deadSuffix))
@@ -176,6 +181,9 @@ func (s *Store) prepareSpare() {
 		defer s.spareRun.Done()
 		f, err := zeroFile(filepath.Join(s.dir, spareName), s.segSize, &s.stopping, hurry)
 		s.spare <- spareFile{f, err}
+		if err == nil {
+			s.makeReserve(hurry)
+		}
 	}()
 }
 
@@ -708,30 +716,45 @@ func (s *Store) newSegment(base uint64) (*segment, error) {
 		close(now)
 		sp.f, sp.err = zeroFile(filepath.Join(s.dir, spareName), s.segSize, &s.stopping, now)
 	}
+	src, failed := filepath.Join(s.dir, spareName), sp
+	if IsNoSpace(sp.err) {
+		if f, rpath, ok := s.takeReserve(); ok {
+			sp, src = spareFile{f: f}, rpath
+		}
+	}
 	if sp.err != nil {
-		// No spare is made in the background until this succeeds: on a
-		// full disk it would take the last free blocks, again and
-		// again, from whatever else needs them (a snapshot).
-		s.spare = make(chan spareFile, 1)
-		s.spare <- sp
-		s.hurry = make(chan struct{})
+		s.spareFailed(sp)
 		return nil, fmt.Errorf("raftlog: new segment: %w", sp.err)
 	}
 	path := s.segPath(base)
-	err := os.Rename(filepath.Join(s.dir, spareName), path)
+	err := os.Rename(src, path)
 	if err == nil {
 		err = syncDir(s.dir)
 	}
-	// After the rename (it makes a new spare.tmp), and after the
-	// directory's sync, which would otherwise wait behind the new
-	// spare's first writes.
-	s.prepareSpare()
+	if failed.err != nil {
+		s.spareFailed(failed) // the reserve was taken: the disk is full
+	} else {
+		// After the rename (it makes a new spare.tmp), and after the
+		// directory's sync, which would otherwise wait behind the new
+		// spare's first writes.
+		s.prepareSpare()
+	}
 	if err != nil {
 		sp.f.Close()
 		os.Remove(path)
 		return nil, fmt.Errorf("raftlog: new segment: %w", err)
 	}
 	return &segment{base: base, f: sp.f, size: headerSize, cap: s.segSize}, nil
+}
+
+// spareFailed keeps sp, a spare that could not be made, as the next one:
+// none is made in the background until an append needs it and it can be
+// made (newSegment); on a full disk making it would take the last free
+// blocks, again and again, from whatever else needs them (a snapshot).
+func (s *Store) spareFailed(sp spareFile) {
+	s.spare = make(chan spareFile, 1)
+	s.spare <- sp
+	s.hurry = make(chan struct{})
 }
 
 // DeleteRange deletes the entries from min to max inclusive. raft deletes
