@@ -65,7 +65,8 @@ func TestDiskFullAllMembers(t *testing.T) {
 		t.Fatalf("take lock:a: %v %v", ok, err)
 	}
 	acked := map[string]string{"lock:a": "owner-1"}
-	sub := client(t, c.Addr(f[0])).Subscribe(ctx, "events")
+	subNode := f[0]
+	sub := client(t, c.Addr(subNode)).Subscribe(ctx, "events")
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
@@ -83,6 +84,11 @@ func TestDiskFullAllMembers(t *testing.T) {
 		}
 		return true
 	})
+	// A leader that found its disk low before the others' may have handed
+	// over to one of them; with all of them low it stays where it is.
+	l = c.WaitLeader()
+	lc = client(t, c.Addr(l))
+	f = c.Followers()
 	for i := range c.Nodes {
 		err := client(t, c.Addr(i)).Set(ctx, fmt.Sprintf("refused-%d", i), "x", 0).Err()
 		if err == nil || !strings.HasPrefix(err.Error(), "MISCONF") || !strings.Contains(err.Error(), c.cfgs[l].DataDir) {
@@ -111,7 +117,14 @@ func TestDiskFullAllMembers(t *testing.T) {
 			t.Fatalf("INFO persistence on node %d: disk_writes_refused:%s", i, v)
 		}
 	}
-	if n, err := client(t, c.Addr(f[0])).Publish(ctx, "events", "still here").Result(); err != nil || n != 1 {
+	// The threshold leaves room for the log's housekeeping: a snapshot
+	// (and the compaction after it) still works on every node.
+	for i := range c.Nodes {
+		if err := c.Nodes[i].raft.Snapshot(); err != nil {
+			t.Fatalf("snapshot on node %d below the threshold: %v", i, err)
+		}
+	}
+	if n, err := client(t, c.Addr(subNode)).Publish(ctx, "events", "still here").Result(); err != nil || n != 1 {
 		t.Fatalf("PUBLISH with full disks = %d, %v", n, err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -191,6 +204,13 @@ func TestDiskFullSingleNode(t *testing.T) {
 		v, err := cl.Get(ctx, "lock:a").Result()
 		return err == nil && v == "owner-1"
 	})
+	// A snapshot cannot be written either; the node goes on.
+	if err := c.Nodes[0].raft.Snapshot(); err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("snapshot on a full disk: %v, want a failure for want of space", err)
+	}
+	if v, err := cl.Get(ctx, "lock:a").Result(); err != nil || v != "owner-1" {
+		t.Fatalf("GET after a failed snapshot = %q, %v", v, err)
+	}
 
 	if err := os.Remove(ballast); err != nil {
 		t.Fatal(err)
@@ -201,6 +221,9 @@ func TestDiskFullSingleNode(t *testing.T) {
 	})
 	t.Logf("writes taken again %v after space returned", time.Since(start).Round(time.Millisecond))
 	acked["after"] = "1"
+	if err := c.Nodes[0].raft.Snapshot(); err != nil {
+		t.Fatalf("snapshot once space returned: %v", err)
+	}
 
 	c.Restart(0)
 	c.WaitLeader()
@@ -224,5 +247,84 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestDiskFullLeaderOnly fills only the leader's disk. With the threshold
+// the leader refuses writes and hands leadership to a member with space;
+// without it (and with no reserve segment left) the leader's append fails
+// with ENOSPC, that write gets MISCONF, and raft makes it step down. Either
+// way writes go on through every node, each answered OK or MISCONF, the
+// full node keeps serving reads, and every acknowledged write is on every
+// node once space returns.
+func TestDiskFullLeaderOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		minFree int64
+	}{{"threshold", 2 << 20}, {"enospc", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, mounts := diskFullCluster(t, 3, tc.minFree, 512<<10)
+			ctx := context.Background()
+			l := c.WaitLeader()
+			dir := c.cfgs[l].DataDir
+			if tc.minFree < 0 {
+				// A node started on a nearly full disk has no reserve
+				// segment: wait for it to be made, then take it away.
+				reserve := filepath.Join(dir, "log", "reserve")
+				waitFor(t, 10*time.Second, "the reserve segment", func() bool {
+					st, err := os.Stat(reserve)
+					return err == nil && st.Size() == 512<<10
+				})
+				if err := os.Remove(reserve); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ballast := tmpfs.Fill(t, mounts[l], 0)
+			cl := client(t, c.Addr(l))
+			val := strings.Repeat("v", 4096)
+			acked := map[string]bool{}
+			refused := 0
+			for i := 0; i < 1000 && len(acked) < 400; i++ {
+				k := fmt.Sprintf("k%d", i)
+				err := cl.Set(ctx, k, val, 0).Err()
+				switch {
+				case err == nil:
+					acked[k] = true
+				case strings.HasPrefix(err.Error(), "MISCONF") && strings.Contains(err.Error(), dir):
+					refused++
+					time.Sleep(10 * time.Millisecond)
+				default:
+					t.Fatalf("SET %s with the leader's disk full: %v (want OK or MISCONF naming %s)", k, err, dir)
+				}
+			}
+			t.Logf("leader's disk full: %d writes acknowledged, %d refused with MISCONF", len(acked), refused)
+			if len(acked) < 400 {
+				t.Fatalf("only %d writes acknowledged: leadership did not move to a member with space", len(acked))
+			}
+			if nl := c.Leader(); nl == l {
+				t.Fatalf("node %d still leads with a full disk", l)
+			}
+			if v := infoField(t, c.Addr(l), "persistence", "disk_status"); v == "ok" {
+				t.Fatalf("INFO persistence on the full node: disk_status:%s", v)
+			}
+			if err := os.Remove(ballast); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 10*time.Second, "the full node to catch up", func() bool {
+				for k := range acked {
+					if n, err := client(t, c.Addr(l)).Exists(ctx, k).Result(); err != nil || n != 1 {
+						return false
+					}
+				}
+				return true
+			})
+			for i := range c.Nodes {
+				for k := range acked {
+					if v, err := client(t, c.Addr(i)).Get(ctx, k).Result(); err != nil || v != val {
+						t.Fatalf("GET %s on node %d: %d bytes, %v", k, i, len(v), err)
+					}
+				}
+			}
+		})
 	}
 }

@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/deadbolt/deadbolt/cluster/raftlog"
 	"github.com/deadbolt/deadbolt/fsm"
@@ -161,11 +164,13 @@ func (n *Node) Persistence() []string {
 }
 
 // DiskStatus is the data directory's disk status ("ok", "low", "full";
-// "" without a data directory) and its free bytes at the last check.
+// "" without a data directory) and its free bytes, read now (a leader
+// choosing whom to hand over to must not go by a reading 100 ms old).
 func (n *Node) DiskStatus() (string, int64) {
 	if n.disk == nil {
 		return "", 0
 	}
+	n.disk.check()
 	return n.disk.status(), n.disk.free.Load()
 }
 
@@ -190,4 +195,47 @@ func (n *Node) refuseWrite(cmd fsm.Command) error {
 		return nil
 	}
 	return n.disk.refuse()
+}
+
+// A leader short of space refuses writes; if another voter has space, it
+// should lead instead. So a leader whose disk is not "ok" asks the other
+// voters for theirs (DEADBOLT.FORWARD d, on the members' connections), at
+// most every handOverEvery, and hands leadership to the first that
+// answers "ok". When every disk is short, leadership stays where it is
+// and reads go on.
+const handOverEvery = 2 * time.Second
+
+// handOverForSpace runs on leaderDuties' goroutine while this leader's
+// disk is short of space.
+func (n *Node) handOverForSpace() {
+	now := time.Now()
+	if now.Sub(n.lastHandOver) < handOverEvery {
+		return
+	}
+	n.lastHandOver = now
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage != raft.Voter || string(s.ID) == n.cfg.ID {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		res, err := n.member.forward(ctx, string(s.Address), modeDisk, fsm.Command{Args: [][]byte{[]byte("disk")}})
+		cancel()
+		if err != nil || string(res.Reply.Str) != "ok" {
+			continue
+		}
+		if n.raft.State() != raft.Leader {
+			return
+		}
+		status, free := n.DiskStatus()
+		n.cfg.Logger.Warn("disk short of space: handing leadership to a member with space", "id", n.cfg.ID, "to", s.ID,
+			"dir", n.cfg.DataDir, "status", status, "free", free)
+		if err := n.raft.LeadershipTransferToServer(s.ID, s.Address).Error(); err != nil {
+			n.cfg.Logger.Warn("leadership hand-over for space failed", "to", s.ID, "err", err)
+		}
+		return
+	}
 }

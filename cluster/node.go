@@ -149,6 +149,9 @@ type Node struct {
 	respAddr    atomic.Pointer[string]
 	memberServe atomic.Pointer[func(net.Conn)]
 	stallWarned atomic.Int64 // when diskStalled last logged, Unix ns
+	// lastHandOver: when handOverForSpace last asked the others, on
+	// leaderDuties' goroutine only.
+	lastHandOver time.Time
 
 	// events is closed, and replaced, at each leadership event: a leader
 	// becomes known here, or this node becomes a ready leader. Commands
@@ -594,6 +597,7 @@ func (n *Node) leaderDuties() {
 			// Short of space: the log is kept for what must be
 			// written (diskspace.go). Reads judge expiry by the
 			// leader's clock, not the state machine's.
+			n.handOverForSpace()
 			continue
 		}
 		n.fsm.mu.Lock()
