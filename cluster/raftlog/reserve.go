@@ -25,8 +25,9 @@ const (
 func (s *Store) ReserveInUse() bool { return s.reserveUsed.Load() }
 
 // makeReserve makes the reserve file if there is none, and space allows.
-// It runs on the spare's goroutine, after the spare.
-func (s *Store) makeReserve(hurry <-chan struct{}) {
+// It runs on the spare's goroutine, after the spare, paced until Close (no
+// append waits for it).
+func (s *Store) makeReserve() {
 	if !s.reserving.CompareAndSwap(false, true) {
 		return
 	}
@@ -37,7 +38,7 @@ func (s *Store) makeReserve(hurry <-chan struct{}) {
 		return
 	}
 	tmp := filepath.Join(s.dir, reserveTmpName)
-	f, err := zeroFile(tmp, s.segSize, &s.stopping, hurry)
+	f, err := zeroFile(tmp, s.segSize, &s.stopping, s.quit)
 	if err != nil {
 		return // perhaps next time
 	}
@@ -83,7 +84,7 @@ func (s *Store) RefillReserve() {
 	s.spareRun.Add(1)
 	go func() {
 		defer s.spareRun.Done()
-		s.makeReserve(nil)
+		s.makeReserve()
 	}()
 }
 

@@ -79,8 +79,9 @@ type Store struct {
 	hurry    chan struct{} // closed when an append waits for the spare being made, or on Close (under wmu)
 	stopping atomic.Bool   // Close: a spare being made is given up
 	// The reserve segment (reserve.go).
-	reserving   atomic.Bool // one goroutine makes it at a time
-	reserveUsed atomic.Bool // taken for want of space, not yet made again
+	reserving   atomic.Bool   // one goroutine makes it at a time
+	reserveUsed atomic.Bool   // taken for want of space, not yet made again
+	quit        chan struct{} // closed by Close: the reserve being made stops pausing
 	// metaFirst is the first index recorded in meta, under wmu.
 	metaFirst uint64
 	deadSeq   uint64 // names dropped segments apart, under wmu
@@ -128,7 +129,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, segSize: opts.SegmentSize, beforeSync: opts.BeforeSync}
+	s := &Store{dir: dir, segSize: opts.SegmentSize, beforeSync: opts.BeforeSync, quit: make(chan struct{})}
 	s.def.cond = sync.NewCond(&s.def.mu)
 	if s.segSize <= 0 {
 		s.segSize = DefaultSegmentSize
@@ -182,7 +183,7 @@ func (s *Store) prepareSpare() {
 		f, err := zeroFile(filepath.Join(s.dir, spareName), s.segSize, &s.stopping, hurry)
 		s.spare <- spareFile{f, err}
 		if err == nil {
-			s.makeReserve(hurry)
+			s.makeReserve()
 		}
 	}()
 }
@@ -938,6 +939,7 @@ func (s *Store) Close() error {
 	s.segs = nil
 	s.stopping.Store(true)
 	close(s.hurry) // a spare being made stops pausing, and sees stopping
+	close(s.quit)  // as does the reserve
 	s.spareRun.Wait()
 	if sp := <-s.spare; sp.f != nil {
 		sp.f.Close()
