@@ -32,6 +32,8 @@ type conn struct {
 	usersAt  *acl.Users // the table user was found in
 	member   bool       // another cluster member, authenticated by the cluster (member.go)
 	multi    *multiState
+	execing  *multiState   // the transaction EXEC is running (CLIENT INFO inside it)
+	capture  *[]resp.Reply // inside EXEC: where a queued connection command's reply goes
 	watches  []fsm.Watch
 	lastCmd  string
 	closing  bool // QUIT: close after the reply is written
@@ -56,11 +58,6 @@ type conn struct {
 	// lc is set when the event loop serves the connection (loop_linux.go);
 	// nc is then nil.
 	lc loopConn
-}
-
-type multiState struct {
-	queued [][][]byte
-	dirty  bool // a command failed to queue: EXEC answers EXECABORT
 }
 
 // newConn returns the connection for nc. With an event loop, nc's socket
@@ -201,6 +198,10 @@ func (c *conn) abort() {
 func (c *conn) reply(r resp.Reply) {
 	if r.Type == resp.Error {
 		c.adm.noteError(r.Str)
+	}
+	if c.capture != nil {
+		*c.capture = append(*c.capture, r)
+		return
 	}
 	if c.adm.quiet() {
 		return
