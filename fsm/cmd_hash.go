@@ -74,7 +74,7 @@ func hsetGeneric(c *Ctx, args [][]byte, name string) resp.Reply {
 	}
 	added := 0
 	for i := 2; i < len(args); i += 2 {
-		if v.Hash.Set(args[i], args[i+1]) {
+		if c.hashSet(v, args[i], args[i+1]) {
 			added++
 		}
 	}
@@ -94,7 +94,7 @@ func cmdHsetnx(c *Ctx, args [][]byte) resp.Reply {
 	if _, exists := v.Hash.Get(args[2]); exists {
 		return resp.Zero
 	}
-	v.Hash.Set(args[2], args[3])
+	c.hashSet(v, args[2], args[3])
 	saveValue(c, args[1], v, isNew)
 	c.notify(notifyHash, "hset", args[1])
 	return resp.One
@@ -191,7 +191,7 @@ func cmdHincrby(c *Ctx, args [][]byte) resp.Reply {
 	}
 	cur += incr
 	var num [20]byte // Set copies it
-	v.Hash.Set(args[2], strconv.AppendInt(num[:0], cur, 10))
+	c.hashSet(v, args[2], strconv.AppendInt(num[:0], cur, 10))
 	saveValue(c, args[1], v, isNew)
 	c.notify(notifyHash, "hincrby", args[1])
 	return resp.IntReply(cur)
@@ -222,7 +222,7 @@ func cmdHincrbyfloat(c *Ctx, args [][]byte) resp.Reply {
 		return resp.Err(msgHashIncrOverflow)
 	}
 	s := formatLongDouble(sum)
-	v.Hash.Set(args[2], s)
+	c.hashSet(v, args[2], s)
 	saveValue(c, args[1], v, isNew)
 	c.notify(notifyHash, "hincrbyfloat", args[1])
 	return resp.BulkReply(s)

@@ -342,7 +342,7 @@ func (c *Ctx) incrBy(key []byte, incr int64) resp.Reply {
 	if v == nil {
 		c.put(key, &Value{Kind: KindString, Str: s})
 	} else {
-		v.Str = s
+		v.Str, v.Enc = s, encAuto
 		c.touch(v)
 	}
 	c.notify(notifyString, "incrby", key)
@@ -399,9 +399,9 @@ func cmdIncrByFloat(c *Ctx, args [][]byte) resp.Reply {
 	}
 	s := formatLongDouble(sum)
 	if v == nil {
-		c.put(args[1], &Value{Kind: KindString, Str: s})
+		c.put(args[1], &Value{Kind: KindString, Enc: encNoInt, Str: s})
 	} else {
-		v.Str = s
+		v.Str, v.Enc = s, encNoInt
 		c.touch(v)
 	}
 	c.notify(notifyString, "incrbyfloat", args[1])
@@ -423,6 +423,7 @@ func cmdAppend(c *Ctx, args [][]byte) resp.Reply {
 		return resp.Err(msgStringTooLong)
 	}
 	v.Str = append(v.Str, args[2]...) // writes only past what replies hold
+	v.Enc = encRaw
 	c.touch(v)
 	c.notify(notifyString, "append", args[1])
 	return resp.IntReply(int64(len(v.Str)))
@@ -511,9 +512,9 @@ func cmdSetRange(c *Ctx, args [][]byte) resp.Reply {
 	copy(buf, old)
 	copy(buf[offset:], val)
 	if v == nil {
-		c.put(args[1], &Value{Kind: KindString, Str: buf})
+		c.put(args[1], &Value{Kind: KindString, Enc: encRaw, Str: buf})
 	} else {
-		v.Str = buf
+		v.Str, v.Enc = buf, encRaw
 		c.touch(v)
 	}
 	c.notify(notifyString, "setrange", args[1])

@@ -37,6 +37,7 @@ func (k Kind) String() string {
 // according to Kind.
 type Value struct {
 	Kind     Kind
+	Enc      uint8 // what OBJECT ENCODING's choice depends on besides the value (encoding.go)
 	Str      []byte
 	Hash     *Hash
 	List     *List

@@ -346,6 +346,7 @@ func (f *FSM) Restore(r io.Reader) error {
 			deadline := d.varint()
 			ver := d.uvarint()
 			v := decodeValue(d, Kind(kind))
+			n.enc.settleEncoding(v)
 			v.Deadline = deadline
 			v.Version = ver
 			v.name = key

@@ -287,7 +287,14 @@ func cmdMemory(c *conn, args [][]byte) {
 	}
 	switch sub {
 	case "usage":
-		c.reply(resp.Err("ERR MEMORY USAGE is not supported by deadbolt"))
+		// The state machine's (fsm/memusage.go): inside MULTI it is queued
+		// with the keyspace commands (multi.go).
+		res, err := c.srv.backend.Read(context.Background(), fsm.Command{DB: c.db, Args: fsm.MemoryUsageArgs(args[2:]), User: c.scriptUser()})
+		if err != nil {
+			c.reply(resp.Err(errorText(err)))
+			return
+		}
+		c.reply(res.Reply)
 	case "stats":
 		m := readMem()
 		keys := 0

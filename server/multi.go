@@ -52,7 +52,7 @@ func multiOrder(cs *connSpec, args [][]byte) order {
 	switch cs.name {
 	case "info", "bgsave", "bgrewriteaof":
 		return noWrite
-	case "memory":
+	case "memory": // but MEMORY USAGE, queued as the state machine's (queue)
 		if sub == "help" || sub == "malloc-stats" || sub == "purge" {
 			return anyOrder
 		}
@@ -93,6 +93,15 @@ var notQueued = map[string]bool{
 // queue adds a command to the open transaction, or refuses it.
 func (c *conn) queue(spec *fsm.Spec, cs *connSpec, name string, args [][]byte) {
 	m := c.multi
+	if spec == nil && cs.name == "memory" && len(args) > 1 && strings.EqualFold(string(args[1]), "usage") {
+		// MEMORY USAGE reads the keyspace: the state machine's part.
+		if msg := subcommandError(args); msg != "" {
+			c.reject(name, msg)
+			return
+		}
+		spec, _ = fsm.Lookup([]byte(fsm.MemoryUsageCommand))
+		args = fsm.MemoryUsageArgs(args[2:])
+	}
 	if spec != nil {
 		if !connLevel[spec.Name] {
 			after := m.noKeyspace
