@@ -184,6 +184,7 @@ func (c *conn) mergeExec(m *multiState, startDB, endDB int, ks []resp.Reply) res
 	out := make([]resp.Reply, len(m.queued))
 	db, k := startDB, 0
 	c.execing = m
+	defer func() { c.execing = nil }()
 	for i, args := range m.queued {
 		cs := m.local[i]
 		if cs == nil {
@@ -201,7 +202,6 @@ func (c *conn) mergeExec(m *multiState, startDB, endDB int, ks []resp.Reply) res
 		c.db = db
 		out[i] = c.runQueued(cs, args)
 	}
-	c.execing = nil
 	c.db = endDB
 	return resp.ArrayReply(out...)
 }
