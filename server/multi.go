@@ -50,7 +50,18 @@ func multiOrder(cs *connSpec, args [][]byte) order {
 		sub = strings.ToLower(string(args[1]))
 	}
 	switch cs.name {
-	case "info", "bgsave", "bgrewriteaof":
+	case "info":
+		if len(args) == 1 {
+			return noWrite // the default sections include keyspace and memory
+		}
+		for _, a := range args[1:] {
+			switch strings.ToLower(string(a)) {
+			case "keyspace", "memory", "persistence", "stats", "all", "everything", "default":
+				return noWrite // key counts, cached scripts, changes since the last save
+			}
+		}
+		return anyOrder
+	case "bgsave", "bgrewriteaof":
 		return noWrite
 	case "memory": // but MEMORY USAGE, queued as the state machine's (queue)
 		if sub == "help" || sub == "malloc-stats" || sub == "purge" {

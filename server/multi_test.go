@@ -70,6 +70,12 @@ func TestMultiConnectionCommands(t *testing.T) {
 	c.mustErr("ERR 'set' cannot follow 'info' in a transaction: deadbolt runs a transaction's connection commands after its keyspace commands", "set", "k", "2")
 	c.mustErr("EXECABORT Transaction discarded because of previous errors.", "exec")
 	c.must(okReply, "multi")
+	c.must(status("QUEUED"), "info", "server", "clients") // nothing a write changes
+	c.must(status("QUEUED"), "set", "k", "2")
+	if r := c.do("exec"); len(r.Elems) != 2 || !strings.Contains(string(r.Elems[0].Str), "redis_version:") {
+		t.Fatalf("EXEC: %q", r)
+	}
+	c.must(okReply, "multi")
 	c.must(status("QUEUED"), "info", "keyspace")
 	c.must(status("QUEUED"), "get", "k")
 	r := c.do("exec")
