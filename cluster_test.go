@@ -630,14 +630,18 @@ func TestClusterEncodingsAndMultiThroughFollower(t *testing.T) {
 	}
 	want := []string{":3\r\n", "$9\r\nhashtable\r\n", "", "+OK\r\n", "*2\r\n$25\r\nhash-max-listpack-entries\r\n$1\r\n2\r\n", "$1\r\nx\r\n"}
 	for _, cmd := range [][]string{{"MULTI"}, {"HSET", "h", "a", "1", "b", "2", "c", "3"}, {"OBJECT", "ENCODING", "h"},
-		{"MEMORY", "USAGE", "h"}, {"CLIENT", "SETNAME", "x"}, {"CONFIG", "GET", "hash-max-listpack-entries"}, {"CLIENT", "GETNAME"}} {
+		{"MEMORY", "USAGE", "h"}, {"CLIENT", "SETNAME", "x"}, {"CONFIG", "GET", "hash-max-listpack-entries"}, {"CLIENT", "GETNAME"},
+		{"WAIT", "5", "0"}} { // five replicas never answer: outside MULTI this would wait for ever
 		if raw, _ := a.do(cmd...); raw != "+OK\r\n" && raw != "+QUEUED\r\n" {
 			t.Fatalf("%q: %q", cmd, raw)
 		}
 	}
 	_, r := a.do("EXEC")
-	if len(r.Elems) != len(want) {
+	if len(r.Elems) != len(want)+1 {
 		t.Fatalf("EXEC: %v", r)
+	}
+	if w := r.Elems[len(want)]; w.Type != resp.Int || w.Int < 0 || w.Int > 2 {
+		t.Errorf("WAIT inside EXEC: %v", w)
 	}
 	for i, w := range want {
 		got := string(r.Elems[i].AppendProto(nil, 2))

@@ -91,11 +91,12 @@ func multiOrder(cs *connSpec, args [][]byte) order {
 var connLevel = map[string]bool{"ping": true, "echo": true, "select": true, "time": true, "unwatch": true}
 
 // notQueued are connection commands refused inside MULTI although Redis
-// queues them: they wait (WAIT, WAITAOF, DEBUG), change the connection's
+// queues them: they wait (WAITAOF, DEBUG; WAIT is queued and does not
+// wait inside EXEC, as in Redis), change the connection's
 // mode (the SUBSCRIBE family, whose replies Redis interleaves with EXEC's
 // array), or belong to the cluster's members.
 var notQueued = map[string]bool{
-	"wait": true, "waitaof": true, "debug": true,
+	"waitaof": true, "debug": true,
 	"subscribe": true, "unsubscribe": true, "psubscribe": true, "punsubscribe": true,
 	"ssubscribe": true, "sunsubscribe": true,
 	"raft": true, cluster.ForwardCommand: true, cluster.AppliedCommand: true,

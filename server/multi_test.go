@@ -30,7 +30,7 @@ func TestMultiExec(t *testing.T) {
 	// Connection commands that wait or change the connection's mode are
 	// refused inside MULTI (Redis queues them).
 	c.must(okReply, "multi")
-	c.mustErr("ERR 'wait' is not supported inside MULTI", "wait", "0", "0")
+	c.mustErr("ERR 'waitaof' is not supported inside MULTI", "waitaof", "0", "0", "0")
 	c.mustErr("ERR 'subscribe' is not supported inside MULTI", "subscribe", "ch")
 	c.mustErr("EXECABORT Transaction discarded because of previous errors.", "exec")
 }
