@@ -196,12 +196,14 @@ func (c *conn) abort() {
 
 // reply queues one reply, unless CLIENT REPLY turned replies off.
 func (c *conn) reply(r resp.Reply) {
-	if r.Type == resp.Error {
-		c.adm.noteError(r.Str)
-	}
 	if c.capture != nil {
+		// An element of EXEC's array: an error there does not make EXEC
+		// fail, as a keyspace command's does not (multi.go).
 		*c.capture = append(*c.capture, r)
 		return
+	}
+	if r.Type == resp.Error {
+		c.adm.noteError(r.Str)
 	}
 	if c.adm.quiet() {
 		return

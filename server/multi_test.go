@@ -99,6 +99,22 @@ func TestMultiConnectionCommands(t *testing.T) {
 			t.Errorf("CLIENT INFO inside EXEC %q lacks %q", info, want)
 		}
 	}
+	// An error inside EXEC's array does not make EXEC fail (statistics).
+	c.must(okReply, "config", "resetstat")
+	c.must(okReply, "multi")
+	c.must(status("QUEUED"), "client", "setname", "a b")
+	if r := c.do("exec"); len(r.Elems) != 1 || !r.Elems[0].IsError() {
+		t.Fatalf("EXEC: %q", r)
+	}
+	execLine := ""
+	for _, l := range strings.Split(c.do("info", "commandstats").String(), "\r\n") {
+		if strings.HasPrefix(l, "cmdstat_exec:") {
+			execLine = l
+		}
+	}
+	if !strings.HasPrefix(execLine, "cmdstat_exec:calls=1,") || !strings.HasSuffix(execLine, ",failed_calls=0") {
+		t.Errorf("EXEC with an error inside: %q, want 1 call, not failed", execLine)
+	}
 	info = c.do("client", "info").String()
 	for _, want := range []string{" db=4 ", " multi=-1 ", " flags=N "} {
 		if !strings.Contains(info, want) {
