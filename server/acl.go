@@ -544,7 +544,7 @@ func (c *conn) userNameLocked() string {
 // command no longer allowed is replaced by one that answers Redis's
 // NOPERM in its place (fsm's __denied), and the others run. It reports
 // false, having answered, when the user is gone.
-func (c *conn) recheckQueued(queued [][][]byte) bool {
+func (c *conn) recheckQueued(m *multiState) bool {
 	if c.member {
 		return true
 	}
@@ -555,7 +555,7 @@ func (c *conn) recheckQueued(queued [][][]byte) bool {
 	if c.user.Unrestricted() {
 		return true
 	}
-	for i, args := range queued {
+	for i, args := range m.queued {
 		cmd := acl.LookupArgs(args)
 		d := c.user.Check(cmd, args)
 		if d.Reason == acl.DeniedNone {
@@ -571,7 +571,11 @@ func (c *conn) recheckQueued(queued [][][]byte) bool {
 		default:
 			why = "no permission to access one of the channels used as arguments"
 		}
-		queued[i] = fsm.DeniedCommand("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + why)
+		if i < len(m.local) && m.local[i] != nil {
+			m.local[i] = nil // now the state machine's to answer
+			m.nlocal--
+		}
+		m.queued[i] = fsm.DeniedCommand("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + why)
 	}
 	return true
 }

@@ -132,6 +132,12 @@ func cmdWait(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
+	if c.execing != nil {
+		// Inside EXEC Redis does not block: it answers how many replicas
+		// have acknowledged so far. A millisecond is as close as a count
+		// taken on the leader comes (multi.go).
+		timeout = time.Millisecond
+	}
 	// A cluster's followers forward writes, and WAIT, to the leader.
 	if _, fwd := c.srv.backend.(Waiter); !fwd && c.srv.role() != "master" {
 		c.reply(resp.Err("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."))
@@ -287,7 +293,14 @@ func cmdMemory(c *conn, args [][]byte) {
 	}
 	switch sub {
 	case "usage":
-		c.reply(resp.Err("ERR MEMORY USAGE is not supported by deadbolt"))
+		// The state machine's (fsm/memusage.go): inside MULTI it is queued
+		// with the keyspace commands (multi.go).
+		res, err := c.srv.backend.Read(context.Background(), fsm.Command{DB: c.db, Args: fsm.MemoryUsageArgs(args[2:]), User: c.scriptUser()})
+		if err != nil {
+			c.reply(resp.Err(errorText(err)))
+			return
+		}
+		c.reply(res.Reply)
 	case "stats":
 		m := readMem()
 		keys := 0

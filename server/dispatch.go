@@ -131,14 +131,7 @@ func (c *conn) dispatch(args [][]byte) {
 		return
 	}
 	if c.multi != nil && (spec != nil || cs.flags&multiCtl == 0) {
-		if spec == nil {
-			// A connection command inside MULTI that the state machine
-			// cannot run as part of the transaction.
-			c.reject(name, "ERR '"+name+"' is not supported inside MULTI")
-			return
-		}
-		c.multi.queued = append(c.multi.queued, copyArgs(args))
-		c.reply(resp.Queued)
+		c.queue(spec, cs, name, args) // multi.go
 		return
 	}
 	if isConn {
