@@ -97,6 +97,15 @@ func (c *conn) aclAllows(name string, args [][]byte) bool {
 	if d.Reason == acl.DeniedNone {
 		return true
 	}
+	if d.Reason == acl.DeniedCmd && cmd != nil && len(cmd.Subs) > 0 && len(args) > 1 {
+		// The table knows the container but not this subcommand: Redis
+		// 7.0 answers "unknown subcommand" before it looks at the rules,
+		// and logs nothing. (CLIENT SETINFO, which deadbolt has from Redis
+		// 7.2, is unknown to 7.0's table: a restricted user gets 7.0's
+		// answer, which clients that send it at connect time ignore.)
+		c.reject(name, "ERR unknown subcommand '"+truncate(string(args[1]), 128)+"'. Try "+strings.ToUpper(string(args[0]))+" HELP.")
+		return false
+	}
 	ctx := "toplevel"
 	if c.multi != nil {
 		ctx = "multi"
