@@ -106,6 +106,12 @@ func (c *conn) aclAllows(name string, args [][]byte) bool {
 		c.reject(name, "ERR unknown subcommand '"+truncate(string(args[1]), 128)+"'. Try "+strings.ToUpper(string(args[0]))+" HELP.")
 		return false
 	}
+	if d.Reason == acl.DeniedCmd && cmd != nil && cmd.Parent != nil && !arityOK(cmd.Arity, len(args)) {
+		// So is a known subcommand's arity (dispatch checked the
+		// container's).
+		c.reject(name, fsm.WrongArity(cmd.Name))
+		return false
+	}
 	ctx := "toplevel"
 	if c.multi != nil {
 		ctx = "multi"
@@ -114,7 +120,13 @@ func (c *conn) aclAllows(name string, args [][]byte) bool {
 	var msg string
 	switch d.Reason {
 	case acl.DeniedCmd:
-		msg = "NOPERM this user has no permissions to run the '" + c.lastCmd + "' command"
+		// The table's name: "sentinel|masters" as a Redis Sentinel says,
+		// where the server's own command table (COMMAND) has no SENTINEL.
+		what := c.lastCmd
+		if cmd != nil {
+			what = cmd.Name
+		}
+		msg = "NOPERM this user has no permissions to run the '" + what + "' command"
 	case acl.DeniedKey:
 		msg = "NOPERM this user has no permissions to access one of the keys used as arguments"
 	default:
