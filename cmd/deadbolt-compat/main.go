@@ -128,9 +128,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	r.topo = topo
 	r.password = newPassword()
+	usersAt := time.Now()
 	if err := r.createUsers(ctx, cells); err != nil {
 		return err
 	}
+	usersTook := time.Since(usersAt)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go r.terms.watch(watchCtx, topo.cluster)
@@ -150,7 +152,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	fmt.Fprintf(stdout, "compat: %d ACL users created (one per cell; through %s for the cluster)\n", len(cells), topo.direct)
+	fmt.Fprintf(stdout, "compat: %d ACL users created in %v (one per cell; the cluster's through follower %s, in force on every node)\n",
+		len(cells), usersTook.Round(time.Millisecond), topo.direct)
 	fmt.Fprintf(stdout, "compat: check phase, %d runs\n", len(cells))
 	r.runChecks(ctx, cells, phaseCheck)
 

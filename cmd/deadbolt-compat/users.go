@@ -24,135 +24,167 @@ import (
 
 // access is what a row's user may do. In keys and channels, $P stands for
 // the cell's key prefix (compat:<cell>:, which every COMPAT_PREFIX of the
-// cell starts with).
+// cell starts with). Comments say where each grant comes from: "lua:" the
+// commands the client's scripts call (a script runs with its caller's
+// permissions, so each needs a grant too), "checks:" what the suite itself
+// reads to check the client's work, which an application would not need.
 type access struct {
 	keys     []string // key patterns (~)
 	channels []string // channel patterns (&)
-	commands []string // +command, +command|subcommand or +@category, in every mode
+	commands []string // +command or +command|subcommand, in every mode
 	// byMode adds commands in one connection mode (a column's mode:
-	// single, sentinel, direct, cluster, redlock3).
-	byMode map[string][]string
+	// single, sentinel, direct, cluster, redlock3); sentinelChannels adds
+	// channels in the sentinel mode.
+	byMode           map[string][]string
+	sentinelChannels []string
 }
 
-// Commands most rows share. "lua:" comments list what the clients'
-// scripts call: a script runs with its caller's permissions, so each of
-// those needs a grant too.
+// Grants several rows share.
 var (
-	// Every go-redis client: PING, and CLIENT INFO which the suites read
-	// to see the protocol. HELLO and AUTH need no permission.
-	goRedisBase = []string{"+ping", "+client|info"}
+	// Every go-redis suite: PING. HELLO and AUTH need no permission;
+	// CLIENT SETINFO, which go-redis sends and whose errors it ignores, is
+	// not a Redis 7.0 command.
+	goRedisBase = []string{"+ping"}
 	// go-redis's FailoverClient on a Sentinel: the master's address, the
-	// other Sentinels, +switch-master.
-	goRedisSentinel = []string{"+sentinel|get-master-addr-by-name", "+sentinel|sentinels", "+subscribe"}
-	// The channels go-redis's FailoverClient subscribes to on a Sentinel.
+	// other Sentinels, and SUBSCRIBE to two channels.
+	goRedisSentinel     = []string{"+sentinel|get-master-addr-by-name", "+sentinel|sentinels", "+subscribe"}
 	goRedisSentinelChan = []string{"+switch-master", "+replica-reconf-done"}
 	// go-redis's ClusterClient: the slot map, and COMMAND (key positions
-	// and flags, for routing).
+	// and flags; refused, go-redis logs an error before every command and
+	// asks again).
 	goRedisCluster = []string{"+cluster|slots", "+command"}
-	// The seed articles' Redisson lock, unlock, renew and forceUnlock
-	// scripts (sent as EVALSHA, SCRIPT LOAD after NOSCRIPT, and EVAL).
-	redissonScripts = []string{"+eval", "+evalsha", "+script|load",
-		"+exists", "+hexists", "+hincrby", "+hset", "+pexpire", "+pttl", "+del", "+publish"}
-	// Keys and channels of Redisson's lock family for names under $P:
-	// the lock, the keys its scripts are given and build ({name}...,
-	// redisson_lock__channel:{name}, redisson_unlock_latch:{name}:...).
-	redissonKeys = []string{"$P*", "redisson_*:{$P*", "{$P*"}
-	redissonChan = []string{"redisson_*:{$P*", "redisson_countdownlatch__channel__{$P*"}
-	// The family's scripts are given their channel as a key, the
-	// count-down latch's too.
-	familyKeys = cat(redissonKeys, "redisson_countdownlatch__channel__{$P*")
-	// ioredis: INFO as its ready check on every connection.
+	goRedisModes   = map[string][]string{"sentinel": goRedisSentinel, "cluster": goRedisCluster}
+	// Keys and channels of Redisson's lock family for objects named under
+	// $P: the object itself, the keys its scripts are given or build
+	// (redisson_lock_queue, _lock_timeout, _lock_token, _unlock_latch,
+	// and the channels redisson_lock__channel, redisson_rwlock and
+	// redisson_sc, all ":{name}..."; "{name}:..." for the read-write
+	// lock's and the permit semaphore's timeouts; the count-down latch's
+	// channel), and the channels waiters subscribe to.
+	familyKeys = []string{"$P*", "redisson_*:{$P*", "{$P*", "redisson_countdownlatch__channel__{$P*"}
+	familyChan = []string{"redisson_*:{$P*", "redisson_countdownlatch__channel__{$P*"}
+	// ioredis: INFO, its ready check on every connection.
 	ioredisBase = []string{"+info", "+ping"}
-	// ioredis's Cluster: the slot map, CLUSTER INFO as the ready check,
-	// CLIENT SETNAME for its own connections, READONLY to replicas.
-	ioredisCluster  = []string{"+cluster|slots", "+cluster|info", "+client|setname", "+readonly"}
+	// ioredis's Sentinel client: the master's address and the other
+	// Sentinels (it does not subscribe by default).
 	ioredisSentinel = []string{"+sentinel|get-master-addr-by-name", "+sentinel|sentinels"}
-	ioredisModes    = map[string][]string{"sentinel": ioredisSentinel, "cluster": ioredisCluster}
+	// ioredis's Cluster: the slot map, CLUSTER INFO (its ready check),
+	// CLIENT SETNAME (it names its own connections), READONLY and
+	// READWRITE (on the nodes CLUSTER SLOTS lists as replicas).
+	ioredisCluster = []string{"+cluster|slots", "+cluster|info", "+client|setname", "+readonly", "+readwrite"}
+	ioredisModes   = map[string][]string{"sentinel": ioredisSentinel, "cluster": ioredisCluster}
 )
 
 // rowAccess is each row's access, by row name.
 var rowAccess = map[string]access{
 	"go-redis v9 + Redisson scripts": {
-		keys:     redissonKeys,
-		channels: cat([]string{"redisson_lock__channel:{$P*"}, goRedisSentinelChan...),
-		commands: cat(cat(goRedisBase, redissonScripts...), "+hget", "+subscribe"),
-		byMode:   map[string][]string{"sentinel": goRedisSentinel, "cluster": goRedisCluster},
+		// The unlock scripts are given the channel as a key.
+		keys:     []string{"$P*", "redisson_lock__channel:{$P*"},
+		channels: []string{"redisson_lock__channel:{$P*"},
+		// EVALSHA, SCRIPT LOAD after NOSCRIPT, EVAL (3.18); SUBSCRIBE
+		// (waiters); lua: exists hexists hincrby hset pexpire pttl del
+		// publish; checks: hget pttl exists, client|info (the protocol)
+		commands: cat(goRedisBase, "+evalsha", "+script|load", "+eval", "+subscribe",
+			"+exists", "+hexists", "+hincrby", "+hset", "+pexpire", "+pttl", "+del", "+publish", "+hget", "+client|info"),
+		byMode:           goRedisModes,
+		sentinelChannels: goRedisSentinelChan,
 	},
 	"redsync v4": {
-		keys:     []string{"$P*"},
-		channels: goRedisSentinelChan,
-		// lua: get del pexpire
-		commands: cat(goRedisBase, "+set", "+get", "+pttl", "+evalsha", "+eval", "+del", "+pexpire", "+exists"),
-		byMode:   map[string][]string{"sentinel": goRedisSentinel, "cluster": goRedisCluster},
+		keys: []string{"$P*"},
+		// SET NX PX, GET, PTTL (Valid), EVALSHA then EVAL; lua: get del
+		// pexpire; checks: exists
+		commands:         cat(goRedisBase, "+set", "+get", "+pttl", "+evalsha", "+eval", "+del", "+pexpire", "+exists"),
+		byMode:           goRedisModes,
+		sentinelChannels: goRedisSentinelChan,
 	},
 	"bsm/redislock": {
-		keys:     []string{"$P*"},
-		channels: goRedisSentinelChan,
-		// lua: get getrange set pexpire pttl del
-		commands: cat(goRedisBase, "+evalsha", "+eval", "+get", "+getrange", "+set", "+pexpire", "+pttl", "+del", "+exists"),
-		byMode:   map[string][]string{"sentinel": goRedisSentinel, "cluster": goRedisCluster},
+		keys: []string{"$P*"},
+		// EVALSHA then EVAL; lua: get getrange set pexpire pttl del;
+		// checks: get exists, client|info (the protocol)
+		commands:         cat(goRedisBase, "+evalsha", "+eval", "+get", "+getrange", "+set", "+pexpire", "+pttl", "+del", "+exists", "+client|info"),
+		byMode:           goRedisModes,
+		sentinelChannels: goRedisSentinelChan,
 	},
 	"bsm/redislock + go-redis v9.0.3": {
-		keys:     []string{"$P*"},
-		channels: goRedisSentinelChan,
-		commands: cat(goRedisBase, "+evalsha", "+eval", "+get", "+getrange", "+set", "+pexpire", "+pttl", "+del", "+exists"),
-		byMode:   map[string][]string{"sentinel": goRedisSentinel, "cluster": goRedisCluster},
+		keys:             []string{"$P*"},
+		commands:         cat(goRedisBase, "+evalsha", "+eval", "+get", "+getrange", "+set", "+pexpire", "+pttl", "+del", "+exists", "+client|info"),
+		byMode:           goRedisModes,
+		sentinelChannels: goRedisSentinelChan,
 	},
 	"Redisson family (own Go client)": {
 		keys:     familyKeys,
-		channels: cat(redissonChan, goRedisSentinelChan...),
-		commands: cat(goRedisBase, "+eval", "+evalsha", "+script|load", "+subscribe",
+		channels: familyChan,
+		// EVALSHA, SCRIPT LOAD after NOSCRIPT, SUBSCRIBE, and outside
+		// scripts exists hexists pexpire pttl get del; lua: the rest;
+		// checks: hget lrange zrange
+		commands: cat(goRedisBase, "+evalsha", "+script|load", "+subscribe",
 			"+decr", "+decrby", "+del", "+exists", "+get", "+hdel", "+hexists", "+hget", "+hincrby", "+hkeys",
 			"+hlen", "+hset", "+incr", "+incrby", "+lindex", "+lpop", "+lrange", "+lrem", "+pexpire", "+pttl",
 			"+publish", "+rpush", "+set", "+zadd", "+zcount", "+zincrby", "+zrange", "+zrangebyscore", "+zrem", "+zscore"),
-		byMode: map[string][]string{"sentinel": goRedisSentinel, "cluster": goRedisCluster},
+		byMode:           goRedisModes,
+		sentinelChannels: goRedisSentinelChan,
 	},
 	"redis-py Lock (python3-redis)": {
 		keys: []string{"$P*"},
-		// lua: get del pexpire pttl
-		commands: []string{"+ping", "+set", "+get", "+pttl", "+exists", "+evalsha", "+script|load", "+del", "+pexpire"},
-		byMode:   map[string][]string{"sentinel": {"+sentinel|masters", "+sentinel|slaves"}},
+		// SET NX PX, GET, EVALSHA, SCRIPT LOAD after NOSCRIPT; lua: get
+		// del pexpire pttl; checks: pttl exists
+		commands: []string{"+ping", "+set", "+get", "+evalsha", "+script|load", "+del", "+pexpire", "+pttl", "+exists"},
+		// Sentinel.discover_master and discover_slaves.
+		byMode: map[string][]string{"sentinel": {"+sentinel|masters", "+sentinel|slaves"}},
 	},
 	"ioredis + redlock": {
 		keys: []string{"$P*"},
-		// lua: exists set get del
-		commands: cat(ioredisBase, "+client|info", "+evalsha", "+eval", "+exists", "+set", "+get", "+del", "+pttl"),
+		// EVALSHA, EVAL after NOSCRIPT; lua: exists set get del; checks:
+		// client|info get pttl, set (3×single)
+		commands: cat(ioredisBase, "+evalsha", "+eval", "+exists", "+set", "+get", "+del", "+client|info", "+pttl"),
 		byMode:   ioredisModes,
 	},
 	"ioredis + redis-semaphore": {
+		// redis-semaphore prefixes its keys.
 		keys: []string{"mutex:$P*", "semaphore:$P*"},
-		// lua: get set pexpire del zremrangebyscore zcard zadd zrem zscore
-		commands: cat(ioredisBase, "+client|info", "+evalsha", "+eval", "+get", "+set", "+pexpire", "+del",
-			"+zremrangebyscore", "+zcard", "+zadd", "+zrem", "+zscore", "+exists"),
+		// EVALSHA, EVAL after NOSCRIPT, DEL, ZREM; lua: get set pexpire
+		// del zremrangebyscore zcard zadd (zscore: its refresh script, not
+		// reached in the runs); checks: client|info get set exists zcard
+		commands: cat(ioredisBase, "+evalsha", "+eval", "+del", "+zrem", "+get", "+set", "+pexpire",
+			"+zremrangebyscore", "+zcard", "+zadd", "+zscore", "+client|info", "+exists"),
 		byMode: ioredisModes,
 	},
 	"ioredis + node-redisson": {
-		keys:     redissonKeys,
+		// Its unlock script is given the channel and the latch as keys.
+		keys:     []string{"$P*", "redisson_lock__channel:{$P*", "redisson_unlock_latch:{$P*"},
 		channels: []string{"redisson_lock__channel:{$P*"},
-		// lua: exists hexists hincrby hset pexpire pttl del publish get set
-		commands: cat(ioredisBase, "+evalsha", "+eval", "+subscribe", "+unsubscribe", "+hget",
-			"+exists", "+hexists", "+hincrby", "+hset", "+pexpire", "+pttl", "+del", "+publish", "+get", "+set"),
+		// EVAL, then EVALSHA; SUBSCRIBE and UNSUBSCRIBE (waiters); EXISTS,
+		// PTTL, DEL (the latch); lua: exists hexists hincrby pexpire pttl
+		// del publish get set; checks: hget
+		commands: cat(ioredisBase, "+eval", "+evalsha", "+subscribe", "+unsubscribe",
+			"+exists", "+hexists", "+hincrby", "+pexpire", "+pttl", "+del", "+publish", "+get", "+set", "+hget"),
 		byMode: ioredisModes,
 	},
 	"node-redis v4 (RESP2)": {
 		keys: []string{"$P*"},
-		// lua: get pexpire del
-		commands: []string{"+ping", "+client|info", "+set", "+get", "+pttl", "+eval", "+evalsha", "+script|load", "+script|exists", "+pexpire", "+del", "+exists"},
-		byMode:   map[string][]string{"cluster": {"+cluster|slots"}},
+		// SET NX PX, EVAL, EVALSHA (defineScript), SCRIPT LOAD; lua: get
+		// pexpire del; checks: client|info get pttl exists script|exists
+		commands: []string{"+ping", "+set", "+eval", "+evalsha", "+script|load", "+get", "+pexpire", "+del",
+			"+client|info", "+pttl", "+exists", "+script|exists"},
+		byMode: map[string][]string{"cluster": {"+cluster|slots"}},
 	},
 	"node-redis v5 (RESP3)": {
 		keys: []string{"$P*"},
+		commands: []string{"+ping", "+set", "+eval", "+evalsha", "+script|load", "+get", "+pexpire", "+del",
+			"+client|info", "+pttl", "+exists", "+script|exists"},
+		byMode: map[string][]string{
+			"sentinel": {"+sentinel|master", "+sentinel|replicas", "+sentinel|sentinels", "+psubscribe"},
+			"cluster":  {"+cluster|slots"},
+		},
 		// The patterns its Sentinel client subscribes to on a Sentinel
 		// (PSUBSCRIBE needs each pattern granted as it is written).
-		channels: []string{"switch-master", "[-+]sdown", "+slave", "+sentinel", "[-+]odown", "+slave-reconf-done"},
-		commands: []string{"+ping", "+client|info", "+set", "+get", "+pttl", "+eval", "+evalsha", "+script|load", "+script|exists", "+pexpire", "+del", "+exists"},
-		byMode:   map[string][]string{"sentinel": {"+sentinel|master", "+sentinel|replicas", "+sentinel|sentinels", "+subscribe", "+psubscribe"}, "cluster": {"+cluster|slots"}},
+		sentinelChannels: []string{"switch-master", "[-+]sdown", "+slave", "+sentinel", "[-+]odown", "+slave-reconf-done"},
 	},
 	"redis-cli transcripts": {
 		keys:     []string{"$P*"},
 		channels: []string{"$P*"},
-		// lua: del exists get hexists hincrby hset incrby pexpire pttl
-		// publish set spublish zrange
+		// The transcripts' commands; lua: del exists get hexists hincrby
+		// hset incrby pexpire pttl publish set spublish zrange.
 		commands: []string{"+ping", "+set", "+get", "+del", "+exists", "+incr", "+incrby", "+hset", "+hget", "+hincrby", "+hexists", "+hgetall",
 			"+lpush", "+zadd", "+zrange", "+pexpire", "+pttl", "+eval", "+evalsha", "+script|load", "+script|exists", "+multi", "+exec",
 			"+subscribe", "+ssubscribe", "+publish", "+spublish", "+pubsub|numsub", "+pubsub|shardnumsub"},
@@ -185,7 +217,11 @@ func (c *cell) aclRules(pass string) ([]string, error) {
 	for _, k := range a.keys {
 		rules = append(rules, "~"+strings.ReplaceAll(k, "$P", p))
 	}
-	for _, ch := range a.channels {
+	channels := a.channels
+	if c.col.mode == "sentinel" {
+		channels = cat(channels, a.sentinelChannels...)
+	}
+	for _, ch := range channels {
 		rules = append(rules, "&"+strings.ReplaceAll(ch, "$P", p))
 	}
 	rules = append(rules, a.commands...)

@@ -150,8 +150,9 @@ func reportProtocol(t *T, c redis.UniversalClient) {
 
 // refused checks that the run's ACL user (COMPAT_USER) is held to its
 // rules, through the same kind of client as the suite's: FLUSHALL must
-// answer NOPERM for the command, and EVAL (which every Go suite's user may
-// run) given a key outside the run's prefix NOPERM for the key.
+// answer NOPERM for the command, and EVALSHA (which every Go suite's user
+// may run) given a key outside the run's prefix NOPERM for the key, before
+// any script is looked up.
 func refused(t *T, e *env) {
 	if e.user == "" {
 		t.Fatalf("COMPAT_USER is not set: the matrix runs every client as a limited ACL user")
@@ -165,7 +166,7 @@ func refused(t *T, e *env) {
 		want string
 	}{
 		{[]any{"FLUSHALL"}, "NOPERM this user has no permissions to run the 'flushall' command"},
-		{[]any{"EVAL", "return 1", 1, "compat:outside:" + e.user}, "NOPERM this user has no permissions to access one of the keys used as arguments"},
+		{[]any{"EVALSHA", strings.Repeat("0", 40), 1, "compat:outside:" + e.user}, "NOPERM this user has no permissions to access one of the keys used as arguments"},
 	} {
 		err := c.Do(ctx, x.args...).Err()
 		if err == nil || err.Error() != x.want {
