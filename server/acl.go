@@ -97,6 +97,21 @@ func (c *conn) aclAllows(name string, args [][]byte) bool {
 	if d.Reason == acl.DeniedNone {
 		return true
 	}
+	if d.Reason == acl.DeniedCmd && cmd != nil && len(cmd.Subs) > 0 && len(args) > 1 {
+		// The table knows the container but not this subcommand: Redis
+		// 7.0 answers "unknown subcommand" before it looks at the rules,
+		// and logs nothing. (CLIENT SETINFO, which deadbolt has from Redis
+		// 7.2, is unknown to 7.0's table: a restricted user gets 7.0's
+		// answer, which clients that send it at connect time ignore.)
+		c.reject(name, "ERR unknown subcommand '"+truncate(string(args[1]), 128)+"'. Try "+strings.ToUpper(string(args[0]))+" HELP.")
+		return false
+	}
+	if d.Reason == acl.DeniedCmd && cmd != nil && cmd.Parent != nil && !arityOK(cmd.Arity, len(args)) {
+		// So is a known subcommand's arity (dispatch checked the
+		// container's).
+		c.reject(name, fsm.WrongArity(cmd.Name))
+		return false
+	}
 	ctx := "toplevel"
 	if c.multi != nil {
 		ctx = "multi"
@@ -105,7 +120,13 @@ func (c *conn) aclAllows(name string, args [][]byte) bool {
 	var msg string
 	switch d.Reason {
 	case acl.DeniedCmd:
-		msg = "NOPERM this user has no permissions to run the '" + c.lastCmd + "' command"
+		// The table's name: "sentinel|masters" as a Redis Sentinel says,
+		// where the server's own command table (COMMAND) has no SENTINEL.
+		what := c.lastCmd
+		if cmd != nil {
+			what = cmd.Name
+		}
+		msg = "NOPERM this user has no permissions to run the '" + what + "' command"
 	case acl.DeniedKey:
 		msg = "NOPERM this user has no permissions to access one of the keys used as arguments"
 	default:

@@ -115,6 +115,19 @@ func (c *conn) dispatch(args [][]byte) {
 		c.reject(name, fsm.WrongArity(name))
 		return
 	}
+	if !c.authed && len(args) > 1 && hasSubcommands(name) {
+		// Redis finds an unknown subcommand, or a known one's wrong
+		// number of arguments, before it asks for authentication.
+		d := docs()[name+"|"+strings.ToLower(string(args[1]))]
+		if d == nil || len(args[1]) > 64 {
+			c.reject(name, "ERR unknown subcommand '"+truncate(string(args[1]), 128)+"'. Try "+strings.ToUpper(string(args[0]))+" HELP.")
+			return
+		}
+		if !arityOK(d.arity, len(args)) {
+			c.reject(name, fsm.WrongArity(d.name))
+			return
+		}
+	}
 	if !c.authed && (!isConn || cs.flags&noAuth == 0) {
 		c.reject(name, msgNoAuth)
 		return
