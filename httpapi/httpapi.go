@@ -69,12 +69,13 @@ func Start(cfg Config, src Source) (*Endpoint, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	e := &Endpoint{src: src, reg: prometheus.NewRegistry(), done: make(chan error, 1)}
+	nc := newCollector(src)
 	e.reg.MustRegister(
-		newCollector(src),
+		nc,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	for _, c := range lockCollectors(src) {
+	for _, c := range lockCollectors(src, nc.fsmSummary) {
 		e.reg.MustRegister(c)
 	}
 	mux := http.NewServeMux()
