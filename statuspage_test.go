@@ -270,3 +270,58 @@ func must[T any](v T, err error) T {
 }
 
 var _ = url.QueryEscape
+
+// waitTimeline polls a node's /api/status until its timeline has an
+// event of kind whose reason contains text.
+func waitTimeline(t *testing.T, addr, kind, text string) pageStatus {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var st pageStatus
+		getJSON(t, addr, "/api/status", &st)
+		for _, e := range st.Timeline {
+			if e.Kind == kind && strings.Contains(e.Reason, text) {
+				return st
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no %s event with %q: %+v", addr, kind, text, st.Timeline)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestStatusTimelineCluster: a leadership hand-over (RAFT TRANSFER) and a
+// member's removal (RAFT REMOVE) show in the timeline with their reasons,
+// and the removed member leaves the members' list.
+func TestStatusTimelineCluster(t *testing.T) {
+	c := RunClusterT(t, 3, func(_ int, cfg *Config) { withHTTP(cfg) })
+	ctx := context.Background()
+	old := c.WaitLeader()
+	oldID := c.IDs()[old]
+	if err := client(t, c.Addr(old)).Do(ctx, "RAFT", "TRANSFER").Err(); err != nil {
+		t.Fatalf("RAFT TRANSFER: %v", err)
+	}
+	nl := c.WaitNewLeader(old)
+	waitTimeline(t, c.Nodes[old].HTTPAddr(), "leader", c.IDs()[nl]+" leads in term")
+	st := waitTimeline(t, c.Nodes[old].HTTPAddr(), "leader", oldID+" handed its leadership over")
+	if st.Leader != c.IDs()[nl] {
+		t.Errorf("after the hand-over the old leader's page says %q leads", st.Leader)
+	}
+	victim := c.Followers()[0]
+	if victim == old {
+		victim = c.Followers()[1]
+	}
+	victimID := c.IDs()[victim]
+	if err := client(t, c.Addr(nl)).Do(ctx, "RAFT", "REMOVE", victimID).Err(); err != nil {
+		t.Fatalf("RAFT REMOVE: %v", err)
+	}
+	st = waitTimeline(t, c.Nodes[old].HTTPAddr(), "members", "removed "+victimID)
+	ids := []string{}
+	for _, m := range st.Members {
+		ids = append(ids, m.ID)
+	}
+	if len(ids) != 2 || strings.Contains(strings.Join(ids, ","), victimID) {
+		t.Errorf("members after removing %s: %v", victimID, ids)
+	}
+}

@@ -68,20 +68,24 @@ func (t *timeline) noteLeader(self string, lo raft.LeaderObservation, term uint6
 	prev := t.leader
 	t.leader = id
 	e := Event{Kind: "leader", Leader: id, Term: term}
+	term10 := strconv.FormatUint(term, 10)
 	switch {
+	case id == "" && t.handing:
+		e.Kind = "no-leader"
+		e.Reason = "no leader: " + self + " is handing its leadership over"
 	case id == "" && prev != "":
 		e.Kind = "no-leader"
 		e.Reason = "no leader: " + prev + " stopped leading or stopped answering; an election follows"
 	case id == "":
 		e.Kind = "no-leader"
 		e.Reason = "no leader known"
-	case t.handing && prev == self:
-		e.Reason = id + " leads in term " + strconv.FormatUint(term, 10) + ": " + self + " handed its leadership over"
+	case t.handing && id != self:
+		e.Reason = id + " leads in term " + term10 + ": " + self + " handed its leadership over"
 		t.handing = false
 	case prev == "":
-		e.Reason = id + " leads in term " + strconv.FormatUint(term, 10) + " (elected)"
+		e.Reason = id + " leads in term " + term10 + " (elected)"
 	default:
-		e.Reason = id + " leads in term " + strconv.FormatUint(term, 10) + " after " + prev
+		e.Reason = id + " leads in term " + term10 + " after " + prev
 	}
 	if id == self {
 		e.Reason += "; this node is the leader"
