@@ -128,3 +128,11 @@ func (t *timeline) handingOver(on bool) {
 // Timeline returns this node's recent leader and membership events
 // (at most 256), oldest first, and how many it has ever recorded.
 func (n *Node) Timeline() ([]Event, uint64) { return n.timeline.events() }
+
+// TimelineCount is how many events the node has ever recorded: a cheap
+// way to tell that the timeline changed.
+func (n *Node) TimelineCount() uint64 {
+	n.timeline.mu.Lock()
+	defer n.timeline.mu.Unlock()
+	return n.timeline.total
+}

@@ -102,8 +102,8 @@ func (h *hub) run(ctx context.Context) {
 	t := time.NewTicker(watchEvery)
 	defer t.Stop()
 	var (
-		lastPush time.Time
-		lastMark changeMark
+		lastPush, lastRefresh time.Time
+		lastMark              changeMark
 	)
 	for {
 		fresh := false
@@ -118,11 +118,12 @@ func (h *hub) run(ctx context.Context) {
 			continue
 		}
 		m := h.remote.mark()
+		if fresh || m != lastMark || time.Since(lastRefresh) >= pushEvery {
+			h.remote.refresh(ctx) // the answers serve the pushes that follow
+			lastRefresh = time.Now()
+		}
 		if !fresh && m == lastMark && time.Since(lastPush) < pushEvery {
 			continue
-		}
-		if time.Since(lastPush) >= pushEvery || fresh {
-			h.remote.refresh(ctx) // answers arrive for a later push
 		}
 		lastMark, lastPush = m, time.Now()
 		b, err := json.Marshal(h.remote.build())

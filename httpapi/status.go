@@ -254,7 +254,6 @@ func (r *remote) mark() changeMark {
 	if r.src.Raft == nil {
 		return changeMark{}
 	}
-	_, total := r.src.Raft.Timeline()
 	s := r.src.Raft.Status()
-	return changeMark{leader: s.Leader, term: s.Term, events: total, role: s.State}
+	return changeMark{leader: s.Leader, term: s.Term, events: r.src.Raft.TimelineCount(), role: s.State}
 }
