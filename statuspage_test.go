@@ -161,6 +161,18 @@ func TestStatusBadInput(t *testing.T) {
 	if code, _ := httpGet(t, addr, "/app.js"); code != 200 {
 		t.Errorf("GET /app.js: %d", code)
 	}
+	for range 100 { // HEAD takes no viewer's place
+		r, err := http.Head("http://" + addr + "/events")
+		if err != nil || r.StatusCode != 200 {
+			t.Fatalf("HEAD /events: %v %v", r, err)
+		}
+		r.Body.Close()
+	}
+	if r, _ := openStream(t, context.Background(), addr); r.StatusCode != 200 {
+		t.Errorf("GET /events after HEADs: %d", r.StatusCode)
+	} else {
+		r.Body.Close()
+	}
 }
 
 // openStream opens /events and returns the response once its first push

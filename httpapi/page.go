@@ -161,6 +161,11 @@ func (h *hub) close() {
 
 // events serves one /events stream.
 func (e *Endpoint) events(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodHead { // no stream, and no viewer's place
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	v, last, ok := e.hub.join()
 	if !ok {
 		text(w, http.StatusServiceUnavailable, "too many viewers (at most "+strconv.Itoa(maxViewers)+")")
