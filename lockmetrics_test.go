@@ -189,3 +189,39 @@ func TestLockMetricsCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestLockMetricsSingleNode: on a single node, whose active expiry reaps
+// a lock whose lease ran out, the expiry counts once and the held gauge
+// drops; a later lock on the same key is a new acquisition.
+func TestLockMetricsSingleNode(t *testing.T) {
+	n := RunT(t, withHTTP)
+	ctx := context.Background()
+	rdb := resp2(t, n.Addr())
+	rs := redsync.New(goredis.NewPool(rdb))
+	if err := rs.NewMutex("job", redsync.WithExpiry(2*time.Second), redsync.WithTries(1)).Lock(); err != nil {
+		t.Fatal(err)
+	}
+	m := waitScrape(t, n.HTTPAddr(), func(m map[string]float64) bool { return m[`deadbolt_locks_held{kind="string"}`] == 1 })
+	if s := lockSeries(m, "string"); s["locks_held"] != 1 || s["lock_acquisitions_total"] != 1 || s["lock_leases_expired_total"] != 0 {
+		t.Fatalf("while held: %v", s)
+	}
+	n.Advance(3 * time.Second) // active expiry reaps the key
+	if got, _ := rdb.Exists(ctx, "job").Result(); got != 0 {
+		t.Fatalf("the lock is still there after its lease")
+	}
+	if err := rdb.Set(ctx, "other", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	m = waitScrape(t, n.HTTPAddr(), func(m map[string]float64) bool { return m[`deadbolt_locks_held{kind="string"}`] == 0 })
+	s := lockSeries(m, "string")
+	if s["locks_held"] != 0 || s["lock_leases_expired_total"] != 1 || s["lock_releases_total"] != 0 ||
+		s["lock_hold_duration_seconds_count"] != 1 || s["lock_hold_duration_seconds_sum"] != 2 {
+		t.Errorf("after the lease ran out: %v", s)
+	}
+	if b := m[`deadbolt_lock_hold_duration_seconds_bucket{kind="string",le="1"}`]; b != 0 {
+		t.Errorf("a 2 s hold in the 1 s bucket: %v", b)
+	}
+	if b := m[`deadbolt_lock_hold_duration_seconds_bucket{kind="string",le="5"}`]; b != 1 {
+		t.Errorf("the 2 s hold not in the 5 s bucket: %v", b)
+	}
+}
