@@ -110,7 +110,8 @@ type Config struct {
 	// when it stops. The deadbolt binary sets it.
 	Shutdown func()
 
-	// HTTPAddr, if set, serves /metrics (Prometheus), /healthz and /readyz
+	// HTTPAddr, if set, serves /metrics (Prometheus), /healthz, /readyz and
+	// the status page (/, /events, /api/status, /api/locks)
 	// on this address (package httpapi). It has no authentication: keep it
 	// on a private address.
 	HTTPAddr string

@@ -188,7 +188,12 @@ func (n *Node) TransferLeadership() error {
 	if !n.IsLeader() {
 		return ErrNotLeader
 	}
-	return n.raft.LeadershipTransfer().Error()
+	n.timeline.handingOver(true)
+	err := n.raft.LeadershipTransfer().Error()
+	if err != nil {
+		n.timeline.handingOver(false)
+	}
+	return err
 }
 
 // AppliedIndex is the index of the last entry this node applied.
@@ -363,7 +368,9 @@ func (n *Node) TransferIfLeader() error {
 	if n.raft.State() != raft.Leader || n.soleVoter() {
 		return nil
 	}
+	n.timeline.handingOver(true)
 	if err := n.raft.LeadershipTransfer().Error(); err != nil {
+		n.timeline.handingOver(false)
 		return fmt.Errorf("cluster: leadership hand-over: %w", err)
 	}
 	n.cfg.Logger.Info("cluster: leadership handed over", "id", n.cfg.ID)

@@ -156,6 +156,7 @@ type Node struct {
 	stallWarned atomic.Int64   // when diskStalled last logged, Unix ns
 	logStore    *raftlog.Store // nil with the log in memory
 	metrics     nodeMetrics    // metrics.go
+	timeline    timeline       // leader and membership events (timeline.go)
 	// lastHandOver: when handOverForSpace last asked the others, on
 	// leaderDuties' goroutine only.
 	lastHandOver time.Time
@@ -411,6 +412,9 @@ func (n *Node) watchLeaders() {
 			return
 		case o := <-ch:
 			n.metrics.noteLeader(o)
+			if lo, ok := o.Data.(raft.LeaderObservation); ok {
+				n.timeline.noteLeader(n.cfg.ID, lo, n.raft.CurrentTerm())
+			}
 			n.leaderEvent()
 		}
 	}
@@ -660,8 +664,12 @@ func (n *Node) membershipLoop() {
 			continue
 		}
 		servers := f.Configuration().Servers
+		first := m.known == nil && len(servers) > 0
 		if added, removed := m.changes(servers); len(added)+len(removed) > 0 {
 			n.cfg.Logger.Info("cluster: membership changed", "id", n.cfg.ID, "added", added, "removed", removed, "members", len(servers))
+			n.timeline.noteMembers(added, removed, len(servers), n.raft.CurrentTerm())
+		} else if first {
+			n.timeline.noteStart(servers, n.raft.CurrentTerm())
 		}
 		in, out := m.observe(n.cfg.ID, servers)
 		n.inConfig.Store(in)

@@ -15,6 +15,7 @@ func init() {
 	registerConn(
 		connSpec{name: cluster.ForwardCommand, arity: 3, flags: connAdmin, fn: cmdForward},
 		connSpec{name: cluster.AppliedCommand, arity: 1, flags: connAdmin, fn: cmdApplied},
+		connSpec{name: cluster.StatusCommand, arity: 1, flags: connAdmin, fn: cmdMemberStatus},
 		connSpec{name: "raft", arity: -2, flags: connAdmin, fn: cmdRaft},
 	)
 }
@@ -45,6 +46,20 @@ func cmdApplied(c *conn, _ [][]byte) {
 		return
 	}
 	c.reply(resp.BulkString(strconv.FormatUint(rn.AppliedIndex(), 10)))
+}
+
+// cmdMemberStatus answers another member's status page (httpapi) with
+// this node's Raft state.
+func cmdMemberStatus(c *conn, _ [][]byte) {
+	if c.membersOnly() {
+		return
+	}
+	rn, ok := c.srv.backend.(*cluster.Node)
+	if !ok {
+		c.reply(resp.Err(msgNotClustered))
+		return
+	}
+	c.reply(rn.StatusReply())
 }
 
 // cmdRaft: RAFT JOIN id raftaddr | REMOVE id | MEMBERS | LEADER | TRANSFER

@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		tlsClKey    = fs.String("tls-cluster-key-file", "", "TLS between members: the key of --tls-cluster-cert-file (PEM `file`, possibly encrypted)")
 		tlsClPass   = fs.String("tls-cluster-key-file-pass", "", "TLS between members: the `passphrase` of an encrypted --tls-cluster-key-file (default: --tls-key-file-pass)")
 		showVersion = fs.Bool("version", false, "print the version and exit")
-		httpAddr    = fs.String("http-addr", "", "serve /metrics (Prometheus), /healthz and /readyz over HTTP on `host:port` (default: off); no authentication, so keep it on a private address")
+		httpAddr    = fs.String("http-addr", "", "serve the status page (/), /metrics (Prometheus), /healthz, /readyz and /api/ over HTTP on `host:port` (default: off); no authentication, so keep it on a private address")
 		tlsAddr     = fs.String("tls-addr", "", "also serve TLS clients on `host:port` (Redis's tls-port); with --addr \"\" only TLS")
 		tlsSentinel = fs.String("tls-sentinel-addr", "", "serve the Sentinel commands over TLS on `host:port`")
 		tlsOpts     tlsconf.Options
@@ -217,7 +217,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"raft", *raftAddr != "" || *dataDir != "", "id", *id, "raft_addr", *raftAddr, "data_dir", *dataDir, "peers", *peers, "join", *join,
 		"members_authenticated", secret != nil || *tlsCluster, "members_tls", *tlsCluster)
 	if node.HTTPAddr() != "" {
-		logger.Info("serving HTTP: /metrics, /healthz, /readyz", "http_addr", node.HTTPAddr())
+		logger.Info("serving HTTP: the status page at /, /metrics, /healthz, /readyz, /api/status, /api/locks", "http_addr", node.HTTPAddr())
 	}
 	if node.TLSAddr() != "" || node.TLSSentinelAddr() != "" {
 		logger.Info("serving TLS", "tls_addr", node.TLSAddr(), "tls_sentinel", node.TLSSentinelAddr(), "auth_clients", tlsOpts.AuthClients)
