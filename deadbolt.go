@@ -114,6 +114,11 @@ type Config struct {
 	// on a private address.
 	HTTPAddr string
 
+	// ConfigParams are what CONFIG GET reports for Redis parameters set
+	// at start that the server does not apply itself (the binary's
+	// loglevel, dir, aclfile, tls-cluster).
+	ConfigParams map[string]string
+
 	network     *cluster.Network // RunClusterT's cuttable links
 	noBootstrap bool             // RunClusterT bootstraps once all nodes listen
 }
@@ -169,6 +174,7 @@ func Start(cfg Config) (*Node, error) {
 		Logger:        cfg.Logger,
 		Version:       cfg.Version,
 		Shutdown:      cfg.Shutdown,
+		ConfigParams:  cfg.ConfigParams,
 	}
 	var backend server.Backend
 	if cfg.RaftAddr == "" && cfg.DataDir == "" {

@@ -49,6 +49,7 @@ const maxInt32 = math.MaxInt32
 // reported so that tools and clients that read or set them work, but
 // change nothing.
 var configParams = []configParam{
+	{name: "aclfile", kind: pString, immutable: true},
 	{name: "acl-pubsub-default", kind: pEnum, def: "resetchannels", enum: []string{"allchannels", "resetchannels"}},
 	{name: "active-expire-effort", kind: pInt, def: "1", min: 1, max: 10},
 	{name: "activerehashing", kind: pBool, def: "yes"},
@@ -179,6 +180,9 @@ func (s *Server) configGet(p *configParam) string {
 	v, set := s.adm.params[p.name]
 	s.adm.mu.Unlock()
 	if set {
+		return v
+	}
+	if v, ok := s.cfg.ConfigParams[p.name]; ok {
 		return v
 	}
 	if v, ok := s.tlsConfigGet(p.name); ok {

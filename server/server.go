@@ -54,6 +54,10 @@ type Config struct {
 	CommandTimeout    time.Duration // how long a command may wait for the backend; 10 s
 	Logger            *slog.Logger
 	Version           string // deadbolt's own version, reported by INFO
+	// ConfigParams are what CONFIG GET reports for parameters set at
+	// start that the server does not apply itself (loglevel, dir,
+	// aclfile, tls-cluster), until CONFIG SET changes them.
+	ConfigParams map[string]string
 	// Info adds sections to INFO (replication, cluster); optional.
 	Info InfoProvider
 	// ProtectedMode is Redis's protected-mode: without a password, clients

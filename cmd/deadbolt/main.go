@@ -48,9 +48,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		requirepass = fs.String("requirepass", "", "require clients to AUTH with this `password` (the default ACL user's)")
 		aclfile     = fs.String("aclfile", "", "ACL users from this `file`, in Redis's format (ACL LOAD reads it, ACL SAVE writes it)")
 		maxClients  = fs.Int("maxclients", 10000, "maximum number of client connections")
-		protected   = fs.String("protected-mode", "yes", "yes: without --requirepass, refuse clients from other than 127.0.0.1 and ::1, as Redis does; no: serve them")
-		maxBulk     = fs.Int64("proto-max-bulk-len", 512<<20, "largest bulk argument a client may send, in `bytes`")
-		logLevel    = fs.String("log-level", "info", "log level: debug, info, warn, error")
+		protected   = newChoice(fs, "protected-mode", "yes", "yes: without --requirepass, refuse clients from other than 127.0.0.1 and ::1, as Redis does; no: serve them", "yes", "no")
+		maxBulk     = byteSize(512 << 20)
+		logLevel    = newChoice(fs, "log-level", "info", "log level: debug, info, warn, error", "debug", "info", "warn", "error")
+		logFormat   = newChoice(fs, "log-format", "text", "log records as text (key=value) or json (one object a line)", "text", "json")
+		configFile  = fs.String("config", "", "read directives from this redis.conf-style `file`: each flag is a directive of the same name (\"data-dir /var/lib/deadbolt\"); flags on the command line win")
 		id          = fs.String("id", "", "this node's `name` in the cluster (default: the --addr value)")
 		raftAddr    = fs.String("raft-addr", "", "Raft transport address `host:port`; with --data-dir or --peers the node runs Raft")
 		dataDir     = fs.String("data-dir", "", "`directory` for the Raft log and snapshots; empty keeps everything in memory")
@@ -75,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		tlsSentinel = fs.String("tls-sentinel-addr", "", "serve the Sentinel commands over TLS on `host:port`")
 		tlsOpts     tlsconf.Options
 		notifyKS    = fs.String("notify-keyspace-events", "", "keyspace notifications' `classes` (Redis's letters, such as KEA or Ex); replicated to every node, like CONFIG SET")
-		tlsPrefer   = fs.String("tls-prefer-server-ciphers", "no", "yes or no; accepted for Redis's sake: Go's TLS picks the cipher suite itself")
+		tlsPrefer   = newChoice(fs, "tls-prefer-server-ciphers", "no", "yes or no; accepted for Redis's sake: Go's TLS picks the cipher suite itself", "yes", "no")
 		gcPercent   = fs.Int("gc-percent", 400, "Go garbage collector target, as GOGC (which wins when set): heap growth in `percent` between collections; higher trades memory for CPU")
 		clockFile   = fs.String("clock-offset-file", "", "test only: add the offset in ms written in this `file` (re-read every 50 ms) to the node's clock, for fault injection")
 		stallFile   = fs.String("disk-stall-file", "", "test only: while this `file` exists, every sync of the Raft log waits (a stalled disk, for fault injection)")
@@ -89,12 +91,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&tlsOpts.Protocols, "tls-protocols", "", "TLS: `versions` to accept, such as \"TLSv1.2 TLSv1.3\" (the default)")
 	fs.StringVar(&tlsOpts.Ciphers, "tls-ciphers", "", "TLS 1.2 cipher suites, OpenSSL names separated by colons (default: Go's secure set)")
 	fs.StringVar(&tlsOpts.Ciphersuites, "tls-ciphersuites", "", "TLS 1.3 cipher suites, checked (Go always offers its three TLS 1.3 suites)")
+	fs.Var(&maxBulk, "proto-max-bulk-len", "largest bulk argument a client may send, in `bytes` (512mb, as redis.conf writes sizes, works too)")
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *configFile != "" {
+		cmdline := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { cmdline[f.Name] = true })
+		if err := loadConfigFile(fs, *configFile, cmdline); err != nil {
+			return err
+		}
 	}
 	if *showVersion {
 		fmt.Fprintln(stdout, "deadbolt", version)
@@ -104,7 +114,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("bad -log-level: %w", err)
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logger := newLogger(stderr, *logFormat, level)
 	if os.Getenv("GOGC") == "" {
 		// A lock server's live heap is small; collecting less often
 		// saves CPU on every request for a few times that memory.
@@ -123,12 +133,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *join != "" && *dataDir == "" {
 		return errors.New("--join needs --data-dir: a member that keeps nothing on disk would come back empty after a restart and join again under the same id")
-	}
-	if *protected != "yes" && *protected != "no" {
-		return fmt.Errorf("bad --protected-mode %q: want yes or no", *protected)
-	}
-	if *tlsPrefer != "yes" && *tlsPrefer != "no" {
-		return fmt.Errorf("bad --tls-prefer-server-ciphers %q: want yes or no", *tlsPrefer)
 	}
 	tlsOpts.PreferServerCiphers = *tlsPrefer == "yes"
 	if *addr == "" && *tlsAddr == "" {
@@ -168,7 +172,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ACLFile:               *aclfile,
 		ProtectedMode:         *protected == "yes",
 		MaxClients:            *maxClients,
-		MaxBulkLen:            *maxBulk,
+		MaxBulkLen:            int64(maxBulk),
 		Logger:                logger,
 		Version:               version,
 		ID:                    *id,
@@ -195,6 +199,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		TLSClusterKeyFilePass: *tlsClPass,
 		Shutdown:              func() { stopServing(errShutdownCommand) },
 		HTTPAddr:              *httpAddr,
+		ConfigParams:          startupParams(*logLevel, *dataDir, *aclfile, *tlsCluster),
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestSplitArgs(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want []string
+	}{
+		{"addr 127.0.0.1:6379", []string{"addr", "127.0.0.1:6379"}},
+		{"  requirepass\t\"a b\\n\\x41\\\"\"  ", []string{"requirepass", "a b\nA\""}},
+		{`tls-protocols 'TLSv1.2 TLSv1.3'`, []string{"tls-protocols", "TLSv1.2 TLSv1.3"}},
+		{`requirepass 'it\'s'`, []string{"requirepass", "it's"}},
+		{`requirepass ""`, []string{"requirepass", ""}},
+		{`x a"b`, []string{"x", `a"b`}}, // a quote inside a word is a character
+	} {
+		got, err := splitArgs(c.line)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("splitArgs(%q) = %q, %v; want %q", c.line, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{`requirepass "open`, `requirepass 'open`, `requirepass "a"b`, `requirepass 'a'b`} {
+		if got, err := splitArgs(bad); err == nil {
+			t.Errorf("splitArgs(%q) = %q, want an error", bad, got)
+		}
+	}
+}
+
+// A configuration file sets the flags, an included file too, the command
+// line wins over both, and CONFIG GET shows the values in force.
+func TestRunConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	os.WriteFile(filepath.Join(dir, "extra.conf"), []byte("maxclients 77\nlog-level warn\n"), 0o600)
+	conf := filepath.Join(dir, "deadbolt.conf")
+	os.WriteFile(conf, []byte(fmt.Sprintf(`# deadbolt test configuration
+addr %s
+
+requirepass "se cret"
+PROTO-MAX-BULK-LEN 2mb
+protected-mode no
+include extra.conf
+notify-keyspace-events "Ex"
+`, addr)), 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var out, errb lockedBuffer
+	go func() { done <- run(ctx, []string{"--config", conf, "--maxclients", "88"}, &out, &errb) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	dialWhenUp(t, addr).Close()
+	if strings.Contains(errb.String(), "level=INFO") {
+		t.Errorf("log-level warn from the included file is not in force:\n%s", errb.String())
+	}
+	rc := redis.NewClient(&redis.Options{Addr: addr, Password: "se cret", MaxRetries: -1})
+	defer rc.Close()
+	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer ccancel()
+	for param, want := range map[string]string{
+		"maxclients":             "88", // the command line's, not the file's 77
+		"proto-max-bulk-len":     "2097152",
+		"requirepass":            "se cret",
+		"protected-mode":         "no",
+		"loglevel":               "warning",
+		"notify-keyspace-events": "xE",
+		"port":                   addr[strings.LastIndex(addr, ":")+1:],
+	} {
+		got, err := rc.ConfigGet(cctx, param).Result()
+		if err != nil || got[param] != want {
+			t.Errorf("CONFIG GET %s = %q, %v; want %q", param, got[param], err, want)
+		}
+	}
+}
+
+// An unknown directive, a bad value or bad quoting stops the start with
+// the file and the line.
+func TestRunConfigFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	for i, c := range []struct {
+		text, want string
+	}{
+		{"addr 127.0.0.1:0\n# fine\nport 6379\n", ":3: unknown directive \"port\""},
+		{"protected-mode maybe\n", ":1: bad value for protected-mode"},
+		{"\n\nmaxclients many\n", ":3: bad value for maxclients"},
+		{"log-format xml\n", ":1: bad value for log-format"},
+		{"requirepass \"open\n", ":1: unbalanced quotes"},
+		{"requirepass a b\n", ":1: requirepass takes one argument, got 2"},
+		{"include nosuch.conf\n", "nosuch.conf"},
+		{"include self.conf\n", "nested deeper"},
+		{"config other.conf\n", ":1: \"config\" is a command-line flag only"},
+		{"proto-max-bulk-len 5xb\n", ":1: bad value for proto-max-bulk-len"},
+	} {
+		name := filepath.Join(dir, fmt.Sprintf("c%d.conf", i))
+		if strings.Contains(c.text, "self.conf") {
+			name = filepath.Join(dir, "self.conf")
+		}
+		os.WriteFile(name, []byte(c.text), 0o600)
+		var out, errb lockedBuffer
+		err := run(context.Background(), []string{"--config", name}, &out, &errb)
+		if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v; want %s and %q", c.text, err, name, c.want)
+		}
+	}
+	var out, errb lockedBuffer
+	if err := run(context.Background(), []string{"--config", filepath.Join(dir, "missing.conf")}, &out, &errb); err == nil || !strings.Contains(err.Error(), "missing.conf") {
+		t.Errorf("a missing file: %v", err)
+	}
+}
