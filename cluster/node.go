@@ -381,7 +381,11 @@ func (n *Node) watchLeaders() {
 		case <-n.stop:
 			return
 		case o := <-ch:
-			n.metrics.noteLeader(o)
+			if prev, changed := n.metrics.noteLeader(o); changed {
+				lo := o.Data.(raft.LeaderObservation)
+				n.cfg.Logger.Info("cluster: leader changed", "id", n.cfg.ID, "leader", string(lo.LeaderID),
+					"leader_raft_addr", string(lo.LeaderAddr), "previous", string(prev), "term", n.raft.CurrentTerm())
+			}
 			n.leaderEvent()
 		}
 	}

@@ -171,6 +171,7 @@ func New(cfg Config, backend Backend, hub *Hub) *Server {
 		runID:   newRunID(),
 	}
 	s.initAdmin()
+	s.slow.records.logger = cfg.Logger
 	return s
 }
 
