@@ -114,6 +114,13 @@ type Config struct {
 	// on a private address.
 	HTTPAddr string
 
+	// Restore, if set, is a backup (RAFT BACKUP, deadbolt backup) a new
+	// cluster starts from: every node bootstrapped with Peers (or a lone
+	// node with a DataDir) must be given the same one, and its DataDir
+	// must be empty. It needs Raft (RaftAddr or DataDir), and not Join: a
+	// joining node gets its state from the leader.
+	Restore []byte
+
 	// ConfigParams are what CONFIG GET reports for Redis parameters set
 	// at start that the server does not apply itself (the binary's
 	// loglevel, dir, aclfile, tls-cluster).
@@ -176,6 +183,9 @@ func Start(cfg Config) (*Node, error) {
 		Shutdown:      cfg.Shutdown,
 		ConfigParams:  cfg.ConfigParams,
 	}
+	if cfg.Restore != nil && (cfg.RaftAddr == "" && cfg.DataDir == "" || cfg.Join != "") {
+		return nil, errors.New("deadbolt: a restore needs a new cluster member: --data-dir or --raft-addr, without --join (a joining node gets its state from the leader)")
+	}
 	var backend server.Backend
 	if cfg.RaftAddr == "" && cfg.DataDir == "" {
 		n.local = cluster.NewLocal(fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget, Users: users}), cfg.Clock, hub)
@@ -193,6 +203,10 @@ func Start(cfg Config) (*Node, error) {
 			// A lone node with a data directory: a one-voter cluster.
 			peers = []cluster.Peer{{ID: id, RaftAddr: cfg.RaftAddr}}
 		}
+		var restore []byte
+		if len(peers) > 0 {
+			restore = cfg.Restore // RunClusterT restores once it knows the peers
+		}
 		auth, memberTLS, err := peerAuth(cfg)
 		if err != nil {
 			return nil, err
@@ -209,6 +223,7 @@ func Start(cfg Config) (*Node, error) {
 			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget, Users: users,
 			Logger: cfg.Logger, RaftLog: cfg.RaftLog, Deliver: hub, Password: cfg.RequirePass,
 			Network: cfg.network, BeforeSync: cfg.BeforeSync, PeerAuth: auth, JoinConn: joinConn,
+			Restore: restore,
 		})
 		if err != nil {
 			return nil, err

@@ -70,6 +70,10 @@ type Config struct {
 	// BeforeSync is a test hook: it runs before each sync of the log, and
 	// its error fails the sync (a stalled or failing disk).
 	BeforeSync func() error
+	// Restore, if set, is a backup (Node.Backup) the new node starts
+	// from, with Peers as the configuration (backup.go). A node whose
+	// data directory holds state refuses it.
+	Restore []byte
 }
 
 func (c *Config) defaults() {
@@ -305,6 +309,23 @@ func NewNode(cfg Config) (*Node, error) {
 		n.transport.Close()
 		n.closeStores()
 		return nil, err
+	}
+	if cfg.Restore != nil {
+		err := errors.New("cluster: restore: a backup needs the new cluster's members (Peers)")
+		switch {
+		case hasState && cfg.DataDir != "":
+			err = fmt.Errorf("cluster: restore: %s already holds a node's state (a log, a term or snapshots): a backup is restored only into an empty data directory", cfg.DataDir)
+		case hasState:
+			err = errors.New("cluster: restore: the node already has state")
+		case len(cfg.Peers) > 0:
+			err = n.seedSnapshot(snaps, n.transport, cfg.Restore)
+		}
+		if err != nil {
+			n.transport.Close()
+			n.closeStores()
+			return nil, err
+		}
+		hasState = true
 	}
 	// Always wrapped: it also notes the followers' answers (metrics.go).
 	var trans raft.Transport = &durableTransport{NetworkTransport: n.transport, stall: cfg.DiskStall,

@@ -39,8 +39,18 @@ func main() {
 	}
 }
 
-// run parses flags, starts a node and serves until ctx is done.
+// subcommands are deadbolt's commands other than serving ("deadbolt
+// backup ..."), each in a file of its own.
+var subcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{}
+
+// run parses flags, starts a node and serves until ctx is done; or runs a
+// subcommand.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		if sub, ok := subcommands[args[0]]; ok {
+			return sub(ctx, args[1:], stdout, stderr)
+		}
+	}
 	fs := flag.NewFlagSet("deadbolt", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -58,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		dataDir     = fs.String("data-dir", "", "`directory` for the Raft log and snapshots; empty keeps everything in memory")
 		peers       = fs.String("peers", "", "bootstrap a new cluster: `id1=raftaddr1,id2=raftaddr2,...` (same value on every node; ignored once --data-dir holds state)")
 		join        = fs.String("join", "", "join a running cluster through a member's RESP `host:port`")
+		restoreFile = fs.String("restore", "", "start a new cluster from this backup `file` (deadbolt backup): only into an empty --data-dir; every node of --peers gets the same file")
 		snapEvery   = fs.Uint64("snapshot-threshold", 8192, "log entries between snapshots")
 		heartbeat   = fs.Duration("heartbeat-timeout", 500*time.Millisecond, "Raft: how long a follower waits for the leader before an election")
 		election    = fs.Duration("election-timeout", 500*time.Millisecond, "Raft: how long a candidate waits before a new election")
@@ -147,6 +158,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *tlsCluster && *raftAddr == "" && *dataDir == "" {
 		return errors.New("--tls-cluster needs a cluster member: --raft-addr or --data-dir")
 	}
+	var restore []byte
+	if *restoreFile != "" {
+		if restore, err = os.ReadFile(*restoreFile); err != nil {
+			return fmt.Errorf("--restore: %w", err)
+		}
+		if _, err := cluster.CheckBackup(restore); err != nil {
+			return fmt.Errorf("--restore %s: %w", *restoreFile, err)
+		}
+	}
 	var secret []byte
 	if *secretFile != "" {
 		if secret, err = transport.LoadSecretFile(*secretFile); err != nil {
@@ -199,6 +219,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		TLSClusterKeyFilePass: *tlsClPass,
 		Shutdown:              func() { stopServing(errShutdownCommand) },
 		HTTPAddr:              *httpAddr,
+		Restore:               restore,
 		ConfigParams:          startupParams(*logLevel, *dataDir, *aclfile, *tlsCluster),
 	})
 	if err != nil {
@@ -328,6 +349,13 @@ Examples:
            --peers n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000 \
            --requirepass PASSWORD              one member of a three-node cluster
   deadbolt --id n4 ... --join 10.0.0.1:6379    a new member, through any member's client port
+  deadbolt backup --addr 10.0.0.1:6379 --out deadbolt.backup
+                                             a backup of the cluster's state (RAFT BACKUP)
+  deadbolt --id n1 ... --peers ... --restore deadbolt.backup
+                                             a new cluster that starts from it (the same file
+                                             on every node, empty data directories)
+  deadbolt --config /etc/deadbolt/deadbolt.conf
+                                             flags as redis.conf-style directives
   deadbolt --id n1 ... --tls-cluster --tls-addr 10.0.0.1:6380 --tls-cert-file n1.crt \
            --tls-key-file n1.key --tls-ca-cert-file ca.crt
                                              members speak mutual TLS to each other (and a
