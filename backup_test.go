@@ -55,6 +55,8 @@ func TestBackupRestoreIntoNewCluster(t *testing.T) {
 		{"DEL", "gone"},
 		{"SCRIPT", "LOAD", "return 1"},
 		{"CONFIG", "SET", "notify-keyspace-events", "Ex"},
+		{"FUNCTION", "LOAD", "#!lua name=locks\nredis.register_function('one', function() return 1 end)"},
+		{"ACL", "SETUSER", "locker", "on", ">pw", "~lock:*", "+@all"},
 	} {
 		if err := lead.Do(ctx, cmd...).Err(); err != nil {
 			t.Fatalf("%v: %v", cmd, err)
@@ -118,6 +120,12 @@ func TestBackupRestoreIntoNewCluster(t *testing.T) {
 		}
 		if got := rc.ConfigGet(ctx, "notify-keyspace-events").Val()["notify-keyspace-events"]; got != "xE" {
 			t.Errorf("node %d: notify-keyspace-events = %q", i, got)
+		}
+		if n, err := rc.FCall(ctx, "one", nil).Int(); err != nil || n != 1 {
+			t.Errorf("node %d: FCALL one = %d, %v", i, n, err)
+		}
+		if err := rc.Do(ctx, "AUTH", "locker", "pw").Err(); err != nil {
+			t.Errorf("node %d: the ACL user did not come with the backup: %v", i, err)
 		}
 	}
 	// The clock continues from the backup's.

@@ -374,3 +374,71 @@ func TestDockerImage(t *testing.T) {
 		}
 	}
 }
+
+// The Dockerfile, without a daemon: it starts FROM scratch (nothing to
+// pull), every file it copies exists (the binary once make static has
+// run) and is let through by .dockerignore, and the configuration its
+// ENTRYPOINT names is the one it copies.
+func TestDeployDockerfile(t *testing.T) {
+	df, err := os.ReadFile(filepath.Join(repoRoot, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ign, err := os.ReadFile(filepath.Join(repoRoot, ".dockerignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{}
+	for _, l := range strings.Split(string(ign), "\n") {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(l), "!"); ok {
+			allowed[p] = true
+		}
+	}
+	if !strings.Contains(string(ign), "\n*\n") {
+		t.Error(".dockerignore does not start from excluding everything")
+	}
+	var froms []string
+	copied := map[string]string{} // destination -> source
+	entry := ""
+	for _, l := range strings.Split(string(df), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		switch f[0] {
+		case "FROM":
+			froms = append(froms, f[1])
+		case "COPY":
+			args := slices.DeleteFunc(f[1:], func(a string) bool { return strings.HasPrefix(a, "--") })
+			if len(args) != 2 {
+				t.Errorf("COPY with %d paths: %s", len(args), l)
+				continue
+			}
+			src := args[0]
+			copied[args[1]] = src
+			if !allowed[src] {
+				t.Errorf(".dockerignore keeps %s out of the build context", src)
+			}
+			if src != "bin/deadbolt-static" {
+				if _, err := os.Stat(filepath.Join(repoRoot, src)); err != nil {
+					t.Errorf("COPY %s: %v", src, err)
+				}
+			}
+		case "ENTRYPOINT":
+			entry = strings.Join(f[1:], " ")
+		}
+	}
+	if !slices.Equal(froms, []string{"scratch"}) {
+		t.Errorf("FROM %v, want scratch alone (no base image to pull)", froms)
+	}
+	if copied["/deadbolt"] != "bin/deadbolt-static" || copied["/etc/deadbolt/deadbolt.conf"] != "deploy/docker/deadbolt.conf" {
+		t.Errorf("COPY: %v", copied)
+	}
+	if entry != `["/deadbolt", "--config", "/etc/deadbolt/deadbolt.conf"]` {
+		t.Errorf("ENTRYPOINT %s", entry)
+	}
+	mk, _ := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
+	if !strings.Contains(string(mk), "CGO_ENABLED=0 GOOS=linux $(GO) build") || !strings.Contains(string(mk), "-o bin/deadbolt-static") {
+		t.Error("make static no longer builds bin/deadbolt-static without cgo")
+	}
+}
