@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -86,5 +90,93 @@ func TestRunBackupAndRestore(t *testing.T) {
 	err = run(ctx, []string{"--addr", freeAddr(t), "--data-dir", filepath.Join(dir, "third"), "--restore", file}, &out, &errb)
 	if err == nil || !strings.Contains(err.Error(), file) {
 		t.Errorf("--restore of a bad file: %v", err)
+	}
+}
+
+// The way a new three-node cluster is started from a backup: every node
+// with the same --peers and the same --restore FILE. Each starts from the
+// backup's bytes, and each serves the locks, with the lease they had.
+func TestRunRestoreThreeNodes(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "deadbolt.backup")
+	addr := freeAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sctx, stopSource := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	var out, errb lockedBuffer
+	go func() {
+		done <- run(sctx, []string{"--id", "old", "--addr", addr, "--raft-addr", freeAddr(t), "--data-dir", filepath.Join(dir, "old")}, &out, &errb)
+	}()
+	dialWhenUp(t, addr).Close()
+	rc := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer rc.Close()
+	for rc.Set(ctx, "lock:a", "owner-1", time.Minute).Err() != nil && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := run(ctx, []string{"backup", "--addr", addr, "--out", file}, &out, &errb); err != nil {
+		t.Fatalf("backup: %v", err)
+	}
+	leaseAtBackup := rc.PTTL(ctx, "lock:a").Val()
+	stopSource()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	backup, _ := os.ReadFile(file)
+
+	var addrs, rafts, peers []string
+	for i := range 3 {
+		addrs, rafts = append(addrs, freeAddr(t)), append(rafts, freeAddr(t))
+		peers = append(peers, fmt.Sprintf("m%d=%s", i+1, rafts[i]))
+	}
+	nctx, stopNew := context.WithCancel(ctx)
+	dones := make([]chan error, 3)
+	started := time.Now()
+	for i := range 3 {
+		dones[i] = make(chan error, 1)
+		args := []string{"--id", fmt.Sprintf("m%d", i+1), "--addr", addrs[i], "--raft-addr", rafts[i],
+			"--data-dir", filepath.Join(dir, fmt.Sprint("m", i+1)), "--peers", strings.Join(peers, ","), "--restore", file}
+		go func() { dones[i] <- run(nctx, args, io.Discard, io.Discard) }()
+	}
+	defer func() {
+		stopNew()
+		for _, d := range dones {
+			if err := <-d; err != nil {
+				t.Logf("run: %v", err) // a leader's hand-over to a member stopping too may fail
+			}
+		}
+	}()
+	for i := range 3 {
+		dialWhenUp(t, addrs[i]).Close()
+		c := redis.NewClient(&redis.Options{Addr: addrs[i], MaxRetries: -1})
+		defer c.Close()
+		var got string
+		for ctx.Err() == nil {
+			if got, _ = c.Get(ctx, "lock:a").Result(); got != "" {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		lease := c.PTTL(ctx, "lock:a").Val()
+		if got != "owner-1" || lease > leaseAtBackup+time.Second || lease < leaseAtBackup-time.Since(started)-time.Second {
+			t.Errorf("m%d: lock:a held by %q with %v left; %v at the backup", i+1, got, lease, leaseAtBackup)
+		}
+		st, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(dir, fmt.Sprint("m", i+1)), 2, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		metas, err := st.List()
+		if err != nil || len(metas) != 1 || metas[0].Index != 1 || len(metas[0].Configuration.Servers) != 3 {
+			t.Fatalf("m%d's snapshots: %+v, %v", i+1, metas, err)
+		}
+		_, r, err := st.Open(metas[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r)
+		r.Close()
+		if !bytes.Equal(b, backup) {
+			t.Errorf("m%d started from %d bytes, not the backup's %d", i+1, len(b), len(backup))
+		}
 	}
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -119,5 +121,24 @@ func TestRunConfigFileErrors(t *testing.T) {
 	var out, errb lockedBuffer
 	if err := run(context.Background(), []string{"--config", filepath.Join(dir, "missing.conf")}, &out, &errb); err == nil || !strings.Contains(err.Error(), "missing.conf") {
 		t.Errorf("a missing file: %v", err)
+	}
+}
+
+// The process itself: a configuration file with an unknown directive
+// makes it exit with status 1 and the file and line on stderr.
+func TestProcessConfigFileError(t *testing.T) {
+	bin := buildBinary(t)
+	conf := filepath.Join(t.TempDir(), "bad.conf")
+	os.WriteFile(conf, []byte("# comment\naddr 127.0.0.1:0\nappendonly yes\n"), 0o600)
+	cmd := exec.Command(bin, "--config", conf)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("exit: %v", err)
+	}
+	if want := conf + ":3: unknown directive \"appendonly\""; !strings.Contains(stderr.String(), want) {
+		t.Fatalf("stderr %q lacks %q", stderr.String(), want)
 	}
 }
