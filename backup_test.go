@@ -145,6 +145,30 @@ func TestBackupRestoreIntoNewCluster(t *testing.T) {
 		t.Fatalf("restore over state: %v", err)
 	}
 	fresh.Restart(1)
+
+	// Node 1 was started from the backup: restarted with the same one, it
+	// starts from its own state; with another, it refuses.
+	fresh.Kill(0)
+	cfg = fresh.cfgs[0]
+	cfg.Restore = []byte(backup)
+	n, err := Start(cfg)
+	if err != nil {
+		t.Fatalf("restarted with the backup it was started from: %v", err)
+	}
+	fresh.Nodes[0] = n
+	fresh.Kill(0)
+	other, err := lead.Do(ctx, "RAFT", "BACKUP").Text()
+	if err != nil || other == backup {
+		t.Fatalf("a second backup: %v", err)
+	}
+	cfg.Restore = []byte(other)
+	if n, err := Start(cfg); err == nil {
+		n.Close()
+		t.Fatal("a restore of another backup over a data directory with state was accepted")
+	} else if !strings.Contains(err.Error(), cfg.DataDir) {
+		t.Fatalf("another backup over state: %v", err)
+	}
+	fresh.Restart(0)
 }
 
 // A file that is not a whole backup is refused before anything starts.

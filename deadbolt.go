@@ -117,7 +117,8 @@ type Config struct {
 	// Restore, if set, is a backup (RAFT BACKUP, deadbolt backup) a new
 	// cluster starts from: every node bootstrapped with Peers (or a lone
 	// node with a DataDir) must be given the same one, and its DataDir
-	// must be empty. It needs Raft (RaftAddr or DataDir), and not Join: a
+	// must be empty (or started from this same backup before: it then
+	// starts from the state it holds). It needs Raft (RaftAddr or DataDir), and not Join: a
 	// joining node gets its state from the leader.
 	Restore []byte
 

@@ -7,6 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/raft"
 
@@ -79,6 +82,55 @@ func CheckBackup(data []byte) (clock int64, err error) {
 		return 0, errors.New("the backup does not read back to the same bytes (truncated, altered, or from another version of deadbolt)")
 	}
 	return f.Now(), nil
+}
+
+// restoredMarker, in a data directory, holds the SHA-256 of the backup
+// the directory was started from: a node restarted with the same
+// --restore (left in its configuration) starts from the state it has,
+// where any other restore over state is refused.
+const restoredMarker = "restored-from.sha256"
+
+// restoreBackup starts a new node from Config.Restore, or refuses to.
+func (n *Node) restoreBackup(hasState bool, snaps raft.SnapshotStore) error {
+	sum := sha256.Sum256(n.cfg.Restore)
+	hexSum := hex.EncodeToString(sum[:])
+	marker := ""
+	if n.cfg.DataDir != "" {
+		marker = filepath.Join(n.cfg.DataDir, restoredMarker)
+	}
+	if hasState {
+		if marker != "" {
+			if b, err := os.ReadFile(marker); err == nil && strings.TrimSpace(string(b)) == hexSum {
+				n.cfg.Logger.Info("cluster: the data directory was started from this backup before: starting from the state it holds", "id", n.cfg.ID, "sha256", hexSum)
+				return nil
+			}
+			return fmt.Errorf("cluster: restore: %s already holds a node's state (a log, a term or snapshots), not started from this backup: a backup is restored only into an empty data directory", n.cfg.DataDir)
+		}
+		return errors.New("cluster: restore: the node already has state")
+	}
+	if len(n.cfg.Peers) == 0 {
+		return errors.New("cluster: restore: a backup needs the new cluster's members (Peers)")
+	}
+	if marker != "" {
+		// Before the snapshot: a start that fails between the two finds
+		// no state, and restores again.
+		if err := writeSynced(marker, []byte(hexSum+"\n")); err != nil {
+			return fmt.Errorf("cluster: restore: %w", err)
+		}
+	}
+	return n.seedSnapshot(snaps, n.transport, n.cfg.Restore)
+}
+
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
 }
 
 // seedSnapshot stores a backup as the snapshot a new node starts from.

@@ -311,16 +311,7 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	if cfg.Restore != nil {
-		err := errors.New("cluster: restore: a backup needs the new cluster's members (Peers)")
-		switch {
-		case hasState && cfg.DataDir != "":
-			err = fmt.Errorf("cluster: restore: %s already holds a node's state (a log, a term or snapshots): a backup is restored only into an empty data directory", cfg.DataDir)
-		case hasState:
-			err = errors.New("cluster: restore: the node already has state")
-		case len(cfg.Peers) > 0:
-			err = n.seedSnapshot(snaps, n.transport, cfg.Restore)
-		}
-		if err != nil {
+		if err := n.restoreBackup(hasState, snaps); err != nil {
 			n.transport.Close()
 			n.closeStores()
 			return nil, err

@@ -63,7 +63,7 @@ func TestRunBackupAndRestore(t *testing.T) {
 	stop()
 
 	addr2, newDir := freeAddr(t), filepath.Join(dir, "new")
-	args := []string{"--id", "m1", "--addr", addr2, "--raft-addr", freeAddr(t), "--data-dir", newDir, "--restore", file}
+	args := []string{"--id", "m1", "--addr", addr2, "--raft-addr", freeAddr(t), "--data-dir", newDir, "--requirepass", "pw", "--restore", file}
 	stop = serve(args...)
 	dialWhenUp(t, addr2).Close()
 	rc2 := redis.NewClient(&redis.Options{Addr: addr2, Password: "pw", MaxRetries: -1})
@@ -81,10 +81,28 @@ func TestRunBackupAndRestore(t *testing.T) {
 	if ttl := rc2.PTTL(ctx, "lock:b").Val(); ttl <= 0 || ttl > time.Minute {
 		t.Errorf("lock:b has %v left", ttl)
 	}
+	// Another backup, of the new node.
+	other := filepath.Join(dir, "other.backup")
+	if err := run(ctx, []string{"backup", "--addr", addr2, "--out", other}, &out, &errb); err != nil {
+		t.Fatalf("backup: %v", err)
+	}
+	if err := rc2.Set(ctx, "after", "restore", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
 	stop()
-	err := run(ctx, args, &out, &errb)
+	// Restarted with the same --restore (left in its configuration), the
+	// node starts from its own state.
+	stop = serve(args...)
+	for ctx.Err() == nil && rc2.Get(ctx, "after").Val() != "restore" {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		t.Error("restarted with the same --restore, the node lost what it held")
+	}
+	stop()
+	err := run(ctx, append(args[:len(args)-1:len(args)-1], other), &out, &errb)
 	if err == nil || !strings.Contains(err.Error(), newDir) || !strings.Contains(err.Error(), "empty data directory") {
-		t.Errorf("--restore over state: %v", err)
+		t.Errorf("--restore of another backup over state: %v", err)
 	}
 	os.WriteFile(file, []byte("DBOLTSNP garbage"), 0o600)
 	err = run(ctx, []string{"--addr", freeAddr(t), "--data-dir", filepath.Join(dir, "third"), "--restore", file}, &out, &errb)

@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		dataDir     = fs.String("data-dir", "", "`directory` for the Raft log and snapshots; empty keeps everything in memory")
 		peers       = fs.String("peers", "", "bootstrap a new cluster: `id1=raftaddr1,id2=raftaddr2,...` (same value on every node; ignored once --data-dir holds state)")
 		join        = fs.String("join", "", "join a running cluster through a member's RESP `host:port`")
-		restoreFile = fs.String("restore", "", "start a new cluster from this backup `file` (deadbolt backup): only into an empty --data-dir; every node of --peers gets the same file")
+		restoreFile = fs.String("restore", "", "start a new cluster from this backup `file` (deadbolt backup): only into an empty --data-dir (one started from this same file starts from what it holds); every node of --peers gets the same file")
 		snapEvery   = fs.Uint64("snapshot-threshold", 8192, "log entries between snapshots")
 		heartbeat   = fs.Duration("heartbeat-timeout", 500*time.Millisecond, "Raft: how long a follower waits for the leader before an election")
 		election    = fs.Duration("election-timeout", 500*time.Millisecond, "Raft: how long a candidate waits before a new election")
