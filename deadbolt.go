@@ -78,6 +78,7 @@ type Config struct {
 	LeaderLease       time.Duration
 	CommandTimeout    time.Duration
 	DiskStall         time.Duration // see cluster.Config.DiskStall
+	MinFreeDisk       int64         // see cluster.Config.MinFreeDisk
 	RaftLog           io.Writer
 	BeforeSync        func() error // test hook: see cluster.Config.BeforeSync
 	// ClusterSecret, shared by every member, authenticates each connection
@@ -129,6 +130,7 @@ type Config struct {
 
 	network     *cluster.Network // RunClusterT's cuttable links
 	noBootstrap bool             // RunClusterT bootstraps once all nodes listen
+	segmentSize int64            // the log's segment size (tests on small file systems)
 }
 
 // Node is a running deadbolt node.
@@ -221,7 +223,7 @@ func Start(cfg Config) (*Node, error) {
 			ID: id, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, Peers: peers,
 			SnapshotThreshold: cfg.SnapshotThreshold, HeartbeatTimeout: cfg.HeartbeatTimeout,
 			ElectionTimeout: cfg.ElectionTimeout, LeaderLease: cfg.LeaderLease,
-			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget, Users: users,
+			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, MinFreeDisk: cfg.MinFreeDisk, SegmentSize: cfg.segmentSize, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget, Users: users,
 			Logger: cfg.Logger, RaftLog: cfg.RaftLog, Deliver: hub, Password: cfg.RequirePass,
 			Network: cfg.network, BeforeSync: cfg.BeforeSync, PeerAuth: auth, JoinConn: joinConn,
 			Restore: restore,
@@ -388,6 +390,7 @@ var (
 	_ server.InfoProvider  = (*cluster.Node)(nil)
 	_ server.KeyspaceStats = (*cluster.Node)(nil)
 	_ server.KeyspaceStats = (*cluster.Local)(nil)
+	_ server.MemberAsker   = (*cluster.Node)(nil)
 )
 
 // initialUsers are the ACL users a node starts with: --requirepass as the

@@ -21,9 +21,11 @@ func authedClient(tb testing.TB, addr, pass string) *redis.Client {
 }
 
 // Followers forward as members, on the Raft address, not with the client
-// password: a password changed on the leader alone, and a follower
-// restarted after it, strand nobody (the follower's forwarding used to
-// AUTH with its own password and get NOAUTH from then on).
+// password, and the password is the cluster's (the default ACL user's,
+// replicated): changed through the leader, it is in force on every node,
+// and a follower restarted after the change, started with the old
+// --requirepass, still forwards (its forwarding used to AUTH with its own
+// password and get NOAUTH from then on).
 func TestPasswordChangeStrandsNoMember(t *testing.T) {
 	for _, secure := range []bool{false, true} {
 		name := "insecure"
@@ -43,7 +45,7 @@ func TestPasswordChangeStrandsNoMember(t *testing.T) {
 			c.Kill(f)
 			c.Restart(f)
 			c.WaitLeader()
-			fc := authedClient(t, c.Addr(f), "old")
+			fc := authedClient(t, c.Addr(f), "new")
 			deadline := time.Now().Add(10 * time.Second)
 			for {
 				err := fc.Set(ctx, "k", "through the follower", 0).Err()
@@ -54,6 +56,12 @@ func TestPasswordChangeStrandsNoMember(t *testing.T) {
 					t.Fatalf("a write through the restarted follower: %v", err)
 				}
 				time.Sleep(50 * time.Millisecond)
+			}
+			// The old password is refused there too, once the follower has
+			// replayed the change (it had it before the write above went
+			// through).
+			if err := authedClient(t, c.Addr(f), "old").Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+				t.Fatalf("the old password on the restarted follower: %v", err)
 			}
 			// Through the node whose password changed (it may no longer lead).
 			if v, err := authedClient(t, c.Addr(l), "new").Get(ctx, "k").Result(); err != nil || v != "through the follower" {

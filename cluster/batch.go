@@ -83,6 +83,9 @@ type proposer struct {
 	inflight chan inflightEntry // flusher → completer, in proposal order
 	stop     <-chan struct{}
 	done     chan struct{} // closed when the completer has answered everything
+	// noSpace, if set, turns a log store's failure for want of space
+	// (the entry was not stored) into the error its commands get.
+	noSpace func(error) error
 }
 
 func newProposer(apply applyFunc, timeout time.Duration, inflight int, stop <-chan struct{}) *proposer {
@@ -336,6 +339,9 @@ func (p *proposer) completeLoop() {
 		p.flying = p.flying[:n]
 		p.flyMu.Unlock()
 		<-p.slots
+		if p.noSpace != nil && isNoSpace(err) {
+			err = p.noSpace(err)
+		}
 		answer(e.props, resp, err)
 	}
 }
@@ -372,7 +378,10 @@ func answer(props []*proposal, resp interface{}, err error) {
 // proposeError translates raft's answer to a proposed entry: refused
 // before it entered the log (retryable), or possibly in the log.
 func proposeError(err error) error {
+	var re replyError
 	switch {
+	case errors.As(err, &re):
+		return err // already translated (a full disk: MISCONF)
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrEnqueueTimeout):
 		return ErrNotLeader
 	default:

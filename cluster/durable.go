@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -121,7 +122,27 @@ func (p *durablePipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *r
 type heldLogs struct {
 	*raft.LogCache
 	s interface{ SyncHeld(index uint64) error } // *raftlog.Store
+	// failed is the store's error of the last append that failed
+	// (validLogs.failed).
+	failed *atomic.Pointer[error]
 }
+
+// StoreLogs appends through the cache. The cache reports a failure of the
+// store as text only; the store's own error is returned instead, so that
+// raft hands it, with its cause (such as ENOSPC), to the entries' futures.
+// raft appends from its one goroutine, so failed is this append's.
+func (l heldLogs) StoreLogs(logs []*raft.Log) error {
+	l.failed.Store(nil)
+	err := l.LogCache.StoreLogs(logs)
+	if err != nil {
+		if p := l.failed.Load(); p != nil {
+			return *p
+		}
+	}
+	return err
+}
+
+func (l heldLogs) StoreLog(log *raft.Log) error { return l.StoreLogs([]*raft.Log{log}) }
 
 func (l heldLogs) GetLog(index uint64, log *raft.Log) error {
 	if err := l.s.SyncHeld(index); err != nil {

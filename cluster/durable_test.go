@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,7 +191,7 @@ func TestHeldLogsSyncFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &fakeHeld{release: make(chan struct{}), asked: make(chan uint64, 1)}
-	logs := heldLogs{cache, h}
+	logs := heldLogs{cache, h, new(atomic.Pointer[error])}
 	got := make(chan uint64, 1)
 	go func() {
 		var l raft.Log

@@ -31,6 +31,7 @@ const (
 	modeApply   = "w"
 	modeRead    = "r"
 	modeVersion = "v"
+	modeDisk    = "d" // the member's disk status (diskspace.go); any member answers
 )
 
 // ForwardTarget is what the receiving end of a forward needs: a leader's
@@ -54,6 +55,13 @@ func ServeForward(ctx context.Context, t ForwardTarget, mode, envelope []byte) r
 		res, err = t.ApplyLocal(ctx, e.Cmd)
 	case modeRead:
 		res, err = t.ReadLocal(ctx, e.Cmd)
+	case modeDisk:
+		ds, ok := t.(interface{ DiskStatus() (string, int64) })
+		if !ok {
+			return resp.Err("ERR no disk status")
+		}
+		status, free := ds.DiskStatus()
+		return resp.ArrayReply(resp.BulkString(status), resp.IntReply(0), resp.IntReply(0), resp.BulkString(strconv.FormatInt(free, 10)))
 	case modeVersion:
 		if len(e.Cmd.Args) != 1 {
 			return resp.Err("ERR bad forwarded WATCH")

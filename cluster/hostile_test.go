@@ -193,7 +193,7 @@ func TestBadEntryRefusedOnReceipt(t *testing.T) {
 }
 
 func TestValidLogs(t *testing.T) {
-	v := validLogs{raft.NewInmemStore()}
+	v := validLogs{LogStore: raft.NewInmemStore()}
 	good := &raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: AppendEntry(nil, Entry{Time: 1, Cmd: cmd("SET", "k", "v")})}
 	bad := &raft.Log{Index: 2, Term: 1, Type: raft.LogCommand, Data: []byte{1, 2, 3, 4}}
 	if err := v.StoreLogs([]*raft.Log{good, bad}); err == nil {

@@ -193,3 +193,11 @@ func (l *Local) Setting(name string) string {
 // Users returns the ACL users (the server's permission checks); no lock:
 // the state machine publishes them atomically.
 func (l *Local) Users() *acl.Users { return l.users() }
+
+// LockStats returns the state machine's lock counters (FSM.LockStats),
+// one entry per fsm.LockKind.
+func (l *Local) LockStats() []fsm.LockKindStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fsm.LockStats()
+}

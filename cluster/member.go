@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"net"
+	"time"
 
 	"github.com/deadbolt/deadbolt/resp"
 )
@@ -59,4 +60,45 @@ func (n *Node) ToLeader(ctx context.Context, args [][]byte) (resp.Reply, error) 
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.CommandTimeout)
 	defer cancel()
 	return n.memberRoundTrip(ctx, addr, args)
+}
+
+// AskOthers sends one command to every other member, as a member, at
+// once, and returns the replies of those that answered within timeout
+// (an error reply counts as no answer) and how many did not answer.
+// DEADBOLT LOCKS asks them how many waiters they have (PUBSUB NUMSUB).
+func (n *Node) AskOthers(ctx context.Context, args [][]byte, timeout time.Duration) (replies []resp.Reply, unanswered int) {
+	members, err := n.Members()
+	if err != nil {
+		return nil, 0
+	}
+	ch := make(chan *resp.Reply, len(members))
+	asked := 0
+	for _, m := range members {
+		if m.ID == n.cfg.ID {
+			continue
+		}
+		asked++
+		if m.RaftAddr == "" {
+			ch <- nil
+			continue
+		}
+		go func(addr string) {
+			qctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			r, err := n.memberRoundTrip(qctx, addr, args)
+			if err != nil || r.IsError() {
+				ch <- nil
+				return
+			}
+			ch <- &r
+		}(m.RaftAddr)
+	}
+	for i := 0; i < asked; i++ {
+		if r := <-ch; r != nil {
+			replies = append(replies, *r)
+		} else {
+			unanswered++
+		}
+	}
+	return replies, unanswered
 }

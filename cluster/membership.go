@@ -25,6 +25,14 @@ type Member struct {
 	RESPAddr string // "" until the member registered it
 	Voter    bool
 	Leader   bool
+	// Health is this node's view of the member: "ok" when it heard from
+	// it within two election timeouts (or it is this node), "unreachable"
+	// when not, "unknown" when this node has no way to tell (a follower
+	// hears only from the leader).
+	Health string
+	// Contact is how long ago this node last heard from the member (0 for
+	// itself), -1 when unknown or never.
+	Contact time.Duration
 }
 
 // Members returns the current configuration with client addresses.
@@ -34,17 +42,48 @@ func (n *Node) Members() ([]Member, error) {
 		return nil, err
 	}
 	_, leader := n.raft.LeaderWithID()
+	contacts := n.contacts(leader)
 	n.fsm.mu.Lock()
 	defer n.fsm.mu.Unlock()
 	var out []Member
 	for _, s := range f.Configuration().Servers {
 		addr, _ := n.state.NodeAddr(string(s.ID))
-		out = append(out, Member{
+		m := Member{
 			ID: string(s.ID), RaftAddr: string(s.Address), RESPAddr: addr,
 			Voter: s.Suffrage == raft.Voter, Leader: s.ID == leader,
-		})
+			Health: "unknown", Contact: -1,
+		}
+		if d, ok := contacts[s.ID]; ok {
+			m.Contact, m.Health = d, "ok"
+			if d < 0 || d > 2*n.cfg.ElectionTimeout {
+				m.Health = "unreachable"
+			}
+		}
+		out = append(out, m)
 	}
 	return out, nil
+}
+
+// contacts returns how long ago this node heard from each member it can
+// tell about: itself (0); on the leader, every other voter (its answers
+// to AppendEntries, -1 for never); on a follower, the leader.
+func (n *Node) contacts(leader raft.ServerID) map[raft.ServerID]time.Duration {
+	out := map[raft.ServerID]time.Duration{raft.ServerID(n.cfg.ID): 0}
+	now := time.Now()
+	if n.raft.State() == raft.Leader {
+		for id, d := range n.RaftMetrics().Followers {
+			out[raft.ServerID(id)] = d
+		}
+		return out
+	}
+	if leader != "" {
+		if lc := n.raft.LastContact(); !lc.IsZero() {
+			out[leader] = now.Sub(lc)
+		} else {
+			out[leader] = -1
+		}
+	}
+	return out
 }
 
 // Leader returns the leader's id and client address, if known.

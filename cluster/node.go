@@ -67,6 +67,14 @@ type Config struct {
 	// sending to its followers, so that they elect another (durable.go).
 	// 0: 1 s; negative: never.
 	DiskStall time.Duration
+	// MinFreeDisk: with less space free on the data directory's file
+	// system the leader refuses client writes with a MISCONF error
+	// (diskspace.go). 0: DefaultMinFreeDisk; negative: no threshold
+	// (writes are refused only once an append fails for want of space).
+	MinFreeDisk int64
+	// SegmentSize is the size of the log's segment files (raftlog;
+	// 0: its default). For tests on small file systems.
+	SegmentSize int64
 	// BeforeSync is a test hook: it runs before each sync of the log, and
 	// its error fails the sync (a stalled or failing disk).
 	BeforeSync func() error
@@ -101,6 +109,9 @@ func (c *Config) defaults() {
 	if c.DiskStall == 0 {
 		c.DiskStall = time.Second
 	}
+	if c.MinFreeDisk == 0 {
+		c.MinFreeDisk = DefaultMinFreeDisk
+	}
 	if c.Clock == nil {
 		c.Clock = SystemClock{}
 	}
@@ -126,6 +137,7 @@ type Node struct {
 	// goroutine; durable is the log store if it defers syncs.
 	raftRef atomic.Pointer[raft.Raft]
 	durable durability
+	disk    *diskWatch // the data directory's free space; nil without one
 	closers []io.Closer
 	fwd     *forwarder // to a member's client port: RAFT JOIN (--join)
 	member  *forwarder // to a member's Raft address: the members' commands (member.go)
@@ -148,6 +160,9 @@ type Node struct {
 	stallWarned atomic.Int64   // when diskStalled last logged, Unix ns
 	logStore    *raftlog.Store // nil with the log in memory
 	metrics     nodeMetrics    // metrics.go
+	// lastHandOver: when handOverForSpace last asked the others, on
+	// leaderDuties' goroutine only.
+	lastHandOver time.Time
 
 	// events is closed, and replaced, at each leadership event: a leader
 	// becomes known here, or this node becomes a ready leader. Commands
@@ -232,18 +247,19 @@ func NewNode(cfg Config) (*Node, error) {
 	)
 	if cfg.DataDir == "" {
 		mem := raft.NewInmemStore()
-		logs, stable, snaps = validLogs{mem}, mem, raft.NewInmemSnapshotStore()
+		logs, stable, snaps = validLogs{LogStore: mem}, mem, raft.NewInmemSnapshotStore()
 	} else {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, err
 		}
-		store, st, closer, err := openLogStore(cfg.DataDir, rc.Logger, raftlog.Options{BeforeSync: cfg.BeforeSync})
+		store, st, closer, err := openLogStore(cfg.DataDir, rc.Logger, raftlog.Options{BeforeSync: cfg.BeforeSync, SegmentSize: cfg.SegmentSize})
 		if err != nil {
 			return nil, err
 		}
 		n.closers = append(n.closers, closer)
 		stable = st
-		cache, err := raft.NewLogCache(logCacheSize, validLogs{store})
+		failed := new(atomic.Pointer[error])
+		cache, err := raft.NewLogCache(logCacheSize, validLogs{store, failed})
 		if err != nil {
 			n.closeStores()
 			return nil, err
@@ -259,8 +275,13 @@ func NewNode(cfg Config) (*Node, error) {
 			n.durable = rl
 			n.logStore = rl
 			n.fsm.durable = rl
-			logs = heldLogs{cache, rl}
+			logs = heldLogs{cache, rl, failed}
 		}
+		var log reserver
+		if rl, ok := store.(*raftlog.Store); ok {
+			log = rl
+		}
+		n.disk = newDiskWatch(cfg.DataDir, max(cfg.MinFreeDisk, 0), log)
 		snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, rc.Logger)
 		if err != nil {
 			n.closeStores()
@@ -332,6 +353,14 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n.raftRef.Store(n.raft)
 	n.prop = newProposer(n.raft.Apply, cfg.CommandTimeout, batchInflight, n.stop)
+	if n.disk != nil {
+		n.prop.noSpace = n.disk.noSpace
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.disk.run(n.stop)
+		}()
+	}
 	n.prop.start(&n.wg)
 	if !hasState && len(cfg.Peers) > 0 {
 		if err := n.Bootstrap(cfg.Peers); err != nil {
@@ -593,6 +622,13 @@ func (n *Node) leaderDuties() {
 		if !n.IsLeader() {
 			continue
 		}
+		if n.disk != nil && n.disk.status() != "ok" {
+			// Short of space: the log is kept for what must be
+			// written (diskspace.go). Reads judge expiry by the
+			// leader's clock, not the state machine's.
+			n.handOverForSpace()
+			continue
+		}
 		n.fsm.mu.Lock()
 		next, ok := n.state.NextDeadline()
 		n.fsm.mu.Unlock()
@@ -699,4 +735,12 @@ func (m *membership) observe(id string, servers []raft.Server) (in, removed bool
 	m.seen = m.seen || in
 	m.removed = m.seen && !in
 	return in, m.removed
+}
+
+// LockStats returns this node's lock counters (FSM.LockStats), one entry
+// per fsm.LockKind: what it saw happen to locks as it applied the log.
+func (n *Node) LockStats() []fsm.LockKindStats {
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.state.LockStats()
 }

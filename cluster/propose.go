@@ -156,6 +156,9 @@ func (n *Node) ApplyLocal(ctx context.Context, cmd fsm.Command) (fsm.Result, err
 	if !ok {
 		return fsm.Result{}, ErrNotLeader
 	}
+	if err := n.refuseWrite(cmd); err != nil {
+		return fsm.Result{}, err
+	}
 	return n.prop.propose(ctx, AppendEntry(nil, Entry{Time: ts, Cmd: cmd}))
 }
 
@@ -177,6 +180,10 @@ func (n *Node) StartApply(cmd fsm.Command, done func(fsm.Result, error)) bool {
 	ts, ok := n.stamp()
 	if !ok {
 		return false
+	}
+	if err := n.refuseWrite(cmd); err != nil {
+		go done(fsm.Result{}, err)
+		return true
 	}
 	env := AppendEntry(nil, Entry{Time: ts, Cmd: cmd})
 	start := time.Now()

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 )
@@ -15,13 +16,16 @@ import (
 // toward a commit here.
 type validLogs struct {
 	raft.LogStore
+	// failed, if set, gets the store's error of each append that fails:
+	// raft's LogCache passes it on as text only (heldLogs.StoreLogs).
+	failed *atomic.Pointer[error]
 }
 
 func (v validLogs) StoreLog(l *raft.Log) error {
 	if err := validLog(l); err != nil {
 		return err
 	}
-	return v.LogStore.StoreLog(l)
+	return v.StoreLogs([]*raft.Log{l})
 }
 
 func (v validLogs) StoreLogs(ls []*raft.Log) error {
@@ -30,7 +34,11 @@ func (v validLogs) StoreLogs(ls []*raft.Log) error {
 			return err
 		}
 	}
-	return v.LogStore.StoreLogs(ls)
+	err := v.LogStore.StoreLogs(ls)
+	if err != nil && v.failed != nil {
+		v.failed.Store(&err)
+	}
+	return err
 }
 
 // IsMonotonic passes on the store's answer (raft.MonotonicLogStore).

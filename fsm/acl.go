@@ -21,6 +21,9 @@ import (
 
 func init() {
 	register(Spec{Name: "__acl", Arity: -2, Flags: Write | Internal | NoScript, fn: cmdACL})
+	register(Spec{Name: "__denied", Arity: 2, Flags: Internal | NoScript, fn: func(_ *Ctx, args [][]byte) resp.Reply {
+		return resp.Err(string(args[1]))
+	}})
 	replicatedSettings[aclSetting] = func(f *FSM, v string) bool {
 		t, err := acl.ParseFile("snapshot", v)
 		if err != nil {
@@ -55,6 +58,12 @@ func initialUsers(opt Options) *acl.Users {
 		return opt.Users
 	}
 	return acl.NewUsers()
+}
+
+// DeniedCommand stands in a transaction for a queued command its user may
+// no longer run (EXEC checks them again): it answers msg in its place.
+func DeniedCommand(msg string) [][]byte {
+	return [][]byte{[]byte("__denied"), []byte(msg)}
 }
 
 // ACLSetUserCommand is ACL SETUSER through the log.

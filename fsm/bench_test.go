@@ -3,6 +3,8 @@ package fsm
 import (
 	"strconv"
 	"testing"
+
+	"github.com/deadbolt/deadbolt/resp"
 )
 
 // The lock and unlock scripts of a Redisson-style reentrant lock, as a
@@ -101,5 +103,53 @@ func BenchmarkScan100k(b *testing.B) {
 		}
 		cursor = string(r.Reply.Elems[0].Str)
 		f.Apply(0, del)
+	}
+}
+
+// BenchmarkStringLockUnlock is the string lock of redsync, redislock and
+// redis-py: SET NX PX to take it, a failed SET NX from a second client,
+// then the compare-and-delete script to release it.
+func BenchmarkStringLockUnlock(b *testing.B) {
+	f := New(Options{})
+	defer f.Close()
+	unlockSHA := f.Apply(0, Command{Args: toArgs([]string{"SCRIPT", "LOAD",
+		`if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`})}).Reply.String()
+	lock := Command{Args: toArgs([]string{"SET", "lock", "token-a", "NX", "PX", "8000"})}
+	other := Command{Args: toArgs([]string{"SET", "lock", "token-b", "NX", "PX", "8000"})}
+	unlock := Command{Args: toArgs([]string{"EVALSHA", unlockSHA, "1", "lock", "token-a"})}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if r := f.Apply(int64(i), lock); r.Reply.Type != resp.Status {
+			b.Fatalf("lock: %q", r.Reply.Append(nil))
+		}
+		if r := f.Apply(int64(i), other); r.Reply.Type != resp.Nil {
+			b.Fatalf("contended lock: %q", r.Reply.Append(nil))
+		}
+		if r := f.Apply(int64(i), unlock); r.Reply.Int != 1 {
+			b.Fatalf("unlock: %q", r.Reply.Append(nil))
+		}
+	}
+}
+
+// BenchmarkIntrospect100k is one DEADBOLT LOCKS read (the default COUNT,
+// 100) of a database of 100,000 plain keys and 1,000 locks of each of
+// two kinds.
+func BenchmarkIntrospect100k(b *testing.B) {
+	f := New(Options{})
+	defer f.Close()
+	for i := 0; i < 100000; i++ {
+		f.Apply(0, Command{Args: toArgs([]string{"SET", "key:" + strconv.Itoa(i), "v"})})
+	}
+	for i := 0; i < 1000; i++ {
+		f.Apply(0, Command{Args: toArgs([]string{"SET", "job:" + strconv.Itoa(i), "token", "NX", "PX", "30000"})})
+		f.Apply(0, Command{Args: toArgs([]string{"HINCRBY", "lock:" + strconv.Itoa(i), "uuid:1", "1"})})
+	}
+	cmd := Command{Args: toArgs([]string{LocksCommand})}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if r := f.Read(0, cmd); len(r.Reply.Elems) != DefaultLocksCount {
+			b.Fatalf("%d locks", len(r.Reply.Elems))
+		}
 	}
 }

@@ -79,6 +79,9 @@ func hsetGeneric(c *Ctx, args [][]byte, name string) resp.Reply {
 		}
 	}
 	saveValue(c, args[1], v, isNew)
+	if isNew {
+		c.lockHashWrite(v, true, args[2], args[3], false)
+	}
 	c.notify(notifyHash, "hset", args[1])
 	if name == "hmset" {
 		return resp.OK
@@ -181,7 +184,8 @@ func cmdHincrby(c *Ctx, args [][]byte) resp.Reply {
 		return resp.Err(msgWrongType)
 	}
 	var cur int64
-	if old, exists := v.Hash.Get(args[2]); exists {
+	old, exists := v.Hash.Get(args[2])
+	if exists {
 		if cur, ok = parseInt64(old); !ok {
 			return resp.Err(msgHashNotInt)
 		}
@@ -191,8 +195,12 @@ func cmdHincrby(c *Ctx, args [][]byte) resp.Reply {
 	}
 	cur += incr
 	var num [20]byte // Set copies it
-	v.Hash.Set(args[2], strconv.AppendInt(num[:0], cur, 10))
+	count := strconv.AppendInt(num[:0], cur, 10)
+	v.Hash.Set(args[2], count)
 	saveValue(c, args[1], v, isNew)
+	if isNew || v.lock != 0 && incr > 0 {
+		c.lockHashWrite(v, isNew, args[2], count, exists)
+	}
 	c.notify(notifyHash, "hincrby", args[1])
 	return resp.IntReply(cur)
 }

@@ -200,6 +200,9 @@ func cmdTTL(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.IntReply(-2)
 	}
+	if v.lock != 0 && !c.readOnly {
+		c.lockLeaseRead(v)
+	}
 	if v.Deadline == 0 {
 		return resp.IntReply(-1)
 	}

@@ -25,6 +25,7 @@ func init() {
 // COMMAND INFO.
 func cmdPublish(c *Ctx, args [][]byte) resp.Reply {
 	c.publish(args[1], args[2], optEq(args[0], "spublish"))
+	c.lockPublished(args[1])
 	return resp.Zero
 }
 

@@ -182,6 +182,9 @@ func (c *Ctx) setGeneric(args [][]byte, flags int, key, val, expire []byte, ok, 
 	}
 	cur := c.lookup(key)
 	if flags&optNX != 0 && cur != nil || flags&optXX != 0 && cur == nil {
+		if flags&optNX != 0 {
+			c.lockContended(cur)
+		}
 		if flags&optGet != 0 {
 			return old
 		}
@@ -195,6 +198,9 @@ func (c *Ctx) setGeneric(args [][]byte, flags int, key, val, expire []byte, ok, 
 		nv.Deadline = deadline
 	}
 	c.put(key, nv)
+	if flags&optNX != 0 {
+		c.lockTaken(nv, shapeString)
+	}
 	c.notify(notifyString, "set", key)
 	if expire != nil {
 		c.notify(notifyGeneric, "expire", key)
@@ -344,6 +350,9 @@ func (c *Ctx) incrBy(key []byte, incr int64) resp.Reply {
 	} else {
 		v.Str = s
 		c.touch(v)
+		if v.lock != 0 {
+			c.lockCounterChange(v, incr)
+		}
 	}
 	c.notify(notifyString, "incrby", key)
 	return resp.IntReply(n)

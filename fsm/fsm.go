@@ -136,6 +136,9 @@ type FSM struct {
 	applyCtx  Ctx      // reused by Apply (one at a time), so it allocates none
 	calls     uint64   // commands run (applied, read, from scripts); cmd_bit.go's bitOwner uses it
 	bitOwner  bitOwner // the string the bit commands may change in place (cmd_bit.go)
+	// lockStats counts lock events as they are applied (locks.go): this
+	// node's observations, not state; a restore keeps them.
+	lockStats lockStats
 }
 
 // Options tunes a state machine.
@@ -186,7 +189,7 @@ func (f *FSM) advance(t int64) int64 {
 // leader). It may change state.
 func (f *FSM) Apply(now int64, cmd Command) Result {
 	c := &f.applyCtx
-	*c = Ctx{f: f, now: f.advance(now)}
+	*c = Ctx{f: f, now: f.advance(now), startVersion: f.version}
 	r := c.run(cmd)
 	*c = Ctx{} // keep nothing of the command alive
 	return r
@@ -248,6 +251,9 @@ type Ctx struct {
 	effects  []Publish
 	user     string      // the ACL user running the command (Command.User)
 	denials  []ACLDenial // script calls that user was refused
+	// startVersion is the state's version before the command: a key with
+	// a later version changed during it (locks.go).
+	startVersion uint64
 }
 
 func (c *Ctx) selectDB(i int) {

@@ -54,6 +54,14 @@ func FuzzRestore(f *testing.F) {
 	good.Snapshot(&buf)
 	good.Close()
 	f.Add(buf.Bytes())
+	// Version 3: keys with lock shapes.
+	locks := New(Options{})
+	locks.Apply(1, Command{Args: toArgs([]string{"SET", "job", "t", "NX", "PX", "1000"})})
+	locks.Apply(2, Command{Args: toArgs([]string{"HINCRBY", "orders", "u:1", "1"})})
+	buf.Reset()
+	locks.Snapshot(&buf)
+	locks.Close()
+	f.Add(buf.Bytes())
 	f.Add([]byte("DBOLTSNP\x01"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		g := New(Options{})

@@ -36,15 +36,21 @@ func (k Kind) String() string {
 // Value is one key's value. Exactly one of the payload fields is used,
 // according to Kind.
 type Value struct {
-	Kind     Kind
-	Str      []byte
-	Hash     *Hash
-	List     *List
-	Set      *Set
-	ZSet     *ZSet
-	Deadline int64  // expiry in Unix ms; 0 means none
-	Version  uint64 // f.version when the key last changed
-	name     string // the key it was stored under, shared with expiry and tombstone entries
+	Kind Kind
+	// lock and the created stamp describe a key that was created the way
+	// a lock client creates its lock (locks.go); they fill what was
+	// padding after Kind, so a Value is no larger for them.
+	lock      lockShape
+	createdHi uint16
+	createdLo uint32
+	Str       []byte
+	Hash      *Hash
+	List      *List
+	Set       *Set
+	ZSet      *ZSet
+	Deadline  int64  // expiry in Unix ms; 0 means none
+	Version   uint64 // f.version when the key last changed
+	name      string // the key it was stored under, shared with expiry and tombstone entries
 }
 
 // keyString returns key as a string: v's name when that is key, so that
@@ -167,15 +173,19 @@ func (c *Ctx) del(key []byte) bool {
 
 // remove deletes a key unconditionally, leaving a tombstone for WATCH.
 func (c *Ctx) remove(k string) {
-	c.removeAs(k, 0)
+	c.removeAs(k, 0, false)
 }
 
 // removeAs deletes a key, leaving a tombstone at version tomb (0: a new
-// version).
-func (c *Ctx) removeAs(k string, tomb uint64) {
+// version); expired tells the lock counters why it went.
+func (c *Ctx) removeAs(k string, tomb uint64, expired bool) {
 	c.mustWrite()
-	if _, ok := c.db.keys[k]; !ok {
+	v, ok := c.db.keys[k]
+	if !ok {
 		return
+	}
+	if v.lock != 0 {
+		c.lockGone(v, expired)
 	}
 	delete(c.db.keys, k)
 	if c.db.scan != nil {
@@ -193,7 +203,7 @@ func (c *Ctx) removeAs(k string, tomb uint64) {
 // so that a WATCH taken after the key had expired is not broken by the
 // removal, as in Redis 7.0; one taken while it was live is.
 func (c *Ctx) removeExpired(k string, v *Value) {
-	c.removeAs(k, ^v.Version)
+	c.removeAs(k, ^v.Version, true)
 }
 
 // removeIfEmpty deletes an aggregate that has no elements left, as Redis

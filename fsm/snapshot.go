@@ -10,8 +10,8 @@ import (
 	"sort"
 )
 
-// Snapshot format, version 2 (1 without replicated settings, so that a
-// node from before them can still install it). Everything is written in a fixed order
+// Snapshot format, version 3 (2 without lock shapes, 1 without replicated
+// settings either, so that a node from before them can still install it). Everything is written in a fixed order
 // (sorted keys, sorted script hashes, tombstones oldest first) so that two
 // state machines that applied the same log write identical bytes.
 //
@@ -24,13 +24,16 @@ import (
 //	version 2 only: replicated settings: count, then (name, value) by name
 //	version 2 only: function libraries: count, then code by library name
 //	per non-empty db: db+1 (uvarint), key count, then keys in byte order:
-//	  key, kind byte, deadline (varint), version (uvarint), payload
+//	  key, kind byte, deadline (varint), version (uvarint),
+//	  version 3 only: lock shape byte (locks.go), then if not 0 the
+//	  state time it was created at (uvarint),
+//	  payload
 //	0 (end)
 //
 // Strings are uvarint-length-prefixed. Unknown versions are refused.
 const (
 	snapshotMagic   = "DBOLTSNP"
-	snapshotVersion = 2
+	snapshotVersion = 3
 	maxSnapString   = 1 << 31
 )
 
@@ -144,9 +147,14 @@ func (d *decoder) float() float64 {
 func (f *FSM) Snapshot(w io.Writer) error {
 	e := &encoder{w: bufio.NewWriterSize(w, 64<<10)}
 	e.w.WriteString(snapshotMagic)
-	version := byte(snapshotVersion)
-	if len(f.settings) == 0 && len(f.libraries) == 0 {
-		version = 1
+	// The lowest version that carries the state, so that a node from
+	// before a format change can install it while it can.
+	version := byte(1)
+	if len(f.settings) != 0 || len(f.libraries) != 0 {
+		version = 2
+	}
+	if f.hasLockShapes() {
+		version = 3
 	}
 	e.w.WriteByte(version)
 	e.varint(f.now)
@@ -219,6 +227,12 @@ func (f *FSM) Snapshot(w io.Writer) error {
 			e.w.WriteByte(byte(v.Kind))
 			e.varint(v.Deadline)
 			e.uvarint(v.Version)
+			if version >= 3 {
+				e.w.WriteByte(byte(v.lock))
+				if v.lock != shapeNone {
+					e.uvarint(uint64(v.created()))
+				}
+			}
 			v.encode(e)
 		}
 	}
@@ -345,7 +359,25 @@ func (f *FSM) Restore(r io.Reader) error {
 			}
 			deadline := d.varint()
 			ver := d.uvarint()
+			shape, created := shapeNone, uint64(0)
+			if version >= 3 {
+				b, err := d.r.ReadByte()
+				if err != nil {
+					d.fail(fmt.Errorf("%w: %v", ErrSnapshotFormat, err))
+					break
+				}
+				shape = lockShape(b)
+				if shape != shapeNone {
+					created = d.uvarint()
+				}
+				if !shape.fits(Kind(kind)) || created > createdMax {
+					d.fail(fmt.Errorf("%w: lock shape %d, created %d on a %s key", ErrSnapshotFormat, shape, created, Kind(kind)))
+					break
+				}
+			}
 			v := decodeValue(d, Kind(kind))
+			v.lock = shape
+			v.setCreated(int64(created))
 			v.Deadline = deadline
 			v.Version = ver
 			v.name = key
@@ -361,6 +393,7 @@ func (f *FSM) Restore(r io.Reader) error {
 	// Keep this node's script engine: its compiled functions are derived
 	// state (dropped), its generator state is restored.
 	n.lua = f.lua
+	n.lockStats = f.lockStats
 	if n.lua != nil {
 		if err := n.lua.SetState(engine); err != nil {
 			return fmt.Errorf("%w: %v", ErrSnapshotFormat, err)

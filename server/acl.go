@@ -538,3 +538,40 @@ func (c *conn) userNameLocked() string {
 	defer c.mu.Unlock()
 	return c.userName()
 }
+
+// recheckQueued checks a transaction's queued commands again at EXEC, as
+// Redis does, in case the user's rules changed since they were queued: a
+// command no longer allowed is replaced by one that answers Redis's
+// NOPERM in its place (fsm's __denied), and the others run. It reports
+// false, having answered, when the user is gone.
+func (c *conn) recheckQueued(queued [][][]byte) bool {
+	if c.member {
+		return true
+	}
+	if !c.syncUser() {
+		c.reply(resp.Err("NOPERM this user has been deleted"))
+		return false
+	}
+	if c.user.Unrestricted() {
+		return true
+	}
+	for i, args := range queued {
+		cmd := acl.LookupArgs(args)
+		d := c.user.Check(cmd, args)
+		if d.Reason == acl.DeniedNone {
+			continue
+		}
+		c.srv.aclLog.add(c, d.Reason, "multi", denialObject(d, cmd, strings.ToLower(string(args[0])), args), c.userName(), args)
+		var why string
+		switch d.Reason {
+		case acl.DeniedCmd:
+			why = "no permission to execute the command or subcommand"
+		case acl.DeniedKey:
+			why = "no permission to touch the specified keys"
+		default:
+			why = "no permission to access one of the channels used as arguments"
+		}
+		queued[i] = fsm.DeniedCommand("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + why)
+	}
+	return true
+}

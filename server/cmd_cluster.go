@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/deadbolt/deadbolt/cluster"
 	"github.com/deadbolt/deadbolt/resp"
@@ -117,7 +118,8 @@ func cmdRaft(c *conn, args [][]byte) {
 			case !m.Voter:
 				role = "nonvoter"
 			}
-			out[i] = resp.ArrayReply(resp.BulkString(m.ID), resp.BulkString(m.RaftAddr), resp.BulkString(m.RESPAddr), resp.BulkString(role))
+			out[i] = resp.ArrayReply(resp.BulkString(m.ID), resp.BulkString(m.RaftAddr), resp.BulkString(m.RESPAddr), resp.BulkString(role),
+				resp.BulkString(m.Health), resp.IntReply(contactMs(m.Contact)))
 		}
 		c.reply(resp.ArrayReply(out...))
 	case sub == "leader" && len(args) == 2:
@@ -130,4 +132,13 @@ func cmdRaft(c *conn, args [][]byte) {
 	default:
 		c.reply(resp.Err("ERR unknown RAFT subcommand or wrong number of arguments; try RAFT JOIN id raftaddr | REMOVE id | MEMBERS | LEADER | TRANSFER | SNAPSHOT | BACKUP"))
 	}
+}
+
+// contactMs is a member's last contact as RAFT MEMBERS shows it, in
+// milliseconds; -1 when unknown.
+func contactMs(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Milliseconds()
 }

@@ -237,6 +237,9 @@ func cmdExec(c *conn, _ [][]byte) {
 		c.reply(resp.Err(msgExecAbort))
 		return
 	}
+	if !c.recheckQueued(m.queued) {
+		return
+	}
 	cmd := fsm.Command{DB: c.db, Tx: m.queued, Watch: watches, User: c.scriptUser()}
 	if cmd.Tx == nil {
 		cmd.Tx = [][][]byte{}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"github.com/deadbolt/deadbolt/acl"
@@ -190,11 +191,21 @@ func (c *conn) finish() {
 
 // abort closes the connection from any goroutine, without waiting.
 func (c *conn) abort() {
-	if c.lc.lp != nil {
-		c.lc.lp.post(loopTask{kind: taskKill, c: c})
-		return
+	// Under mu: a TLS connection moves to the loop under it (tlsToLoop),
+	// so it is either closed here before it moves or killed by the loop.
+	c.mu.Lock()
+	lp := c.lc.lp
+	if lp == nil {
+		if tc, ok := c.nc.(*tls.Conn); ok {
+			tc.NetConn().Close() // the socket, without a close_notify that could block
+		} else {
+			c.nc.Close()
+		}
 	}
-	c.nc.Close()
+	c.mu.Unlock()
+	if lp != nil {
+		lp.post(loopTask{kind: taskKill, c: c})
+	}
 }
 
 // reply queues one reply, unless CLIENT REPLY turned replies off.

@@ -375,7 +375,22 @@ func (s *Server) infoMemory() []string {
 	)
 }
 
+// PersistenceProvider is an InfoProvider that adds fields to INFO's
+// "# Persistence" section (a node's data directory: its free space, and
+// whether writes are refused for want of it).
+type PersistenceProvider interface {
+	Persistence() []string
+}
+
 func (s *Server) infoPersistence() []string {
+	lines := s.infoPersistenceBase()
+	if p, ok := s.cfg.Info.(PersistenceProvider); ok {
+		lines = append(lines, p.Persistence()...)
+	}
+	return lines
+}
+
+func (s *Server) infoPersistenceBase() []string {
 	return kv(
 		"loading", 0,
 		"async_loading", 0,

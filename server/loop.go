@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"sync/atomic"
 	"time"
 
@@ -50,4 +51,11 @@ type loopConn struct {
 	events    uint32 // the epoll interest registered now
 	closed    bool
 	unsent    atomic.Int64 // len(wbuf)-woff, for CLIENT LIST's omem
+
+	// A TLS connection's session and the pipe under it (tlspipe.go): the
+	// loop decrypts what it reads and encrypts what it writes; wbuf
+	// holds ciphertext.
+	tls   *tls.Conn
+	pipe  *tlsPipe
+	plain []byte // the emptied output buffer, given back to out
 }

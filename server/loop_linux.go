@@ -342,6 +342,9 @@ func (l *eventLoop) runTasks() bool {
 				continue
 			}
 			l.conns[int32(c.lc.fd)] = c
+			if c.lc.tls != nil {
+				l.decryptTLS(c) // what the handshake read beyond itself
+			}
 		case taskWrite:
 			l.markDirty(c)
 		case taskResume:
@@ -386,6 +389,10 @@ const maxSpareTasks = 1024
 // to what it sent before: the connection stops reading and closes once
 // those are written.
 func (l *eventLoop) readable(c *conn) {
+	if c.lc.tls != nil {
+		l.readableTLS(c)
+		return
+	}
 	if c.lc.closed || c.lc.eof {
 		return
 	}
@@ -630,16 +637,22 @@ func (l *eventLoop) flush() {
 // and writes as much as it accepts; the rest waits for EPOLLOUT.
 func (l *eventLoop) write(c *conn) {
 	lc := &c.lc
-	c.mu.Lock()
-	if lc.woff == len(lc.wbuf) {
-		lc.wbuf, c.out = c.out, lc.wbuf[:0]
-		lc.woff = 0
+	if lc.tls != nil {
+		if !l.sealTLS(c) {
+			return
+		}
 	} else {
-		lc.wbuf = append(lc.wbuf, c.out...)
-		c.out = c.out[:0]
+		c.mu.Lock()
+		if lc.woff == len(lc.wbuf) {
+			lc.wbuf, c.out = c.out, lc.wbuf[:0]
+			lc.woff = 0
+		} else {
+			lc.wbuf = append(lc.wbuf, c.out...)
+			c.out = c.out[:0]
+		}
+		c.kicked = false
+		c.mu.Unlock()
 	}
-	c.kicked = false
-	c.mu.Unlock()
 	for lc.woff < len(lc.wbuf) {
 		n, errno := rawWrite(lc.fd, lc.wbuf[lc.woff:])
 		if n > 0 {

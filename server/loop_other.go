@@ -22,3 +22,6 @@ func detach(net.Conn) (int, error)             { return -1, errNoLoop }
 func (*conn) applyAsync(fsm.Command)           {}
 func (*conn) readAsync(fsm.Command)            {}
 func (*conn) readerAsync() bool                { return false }
+
+// tlsToLoop: without a loop, TLS connections keep their goroutines.
+func (*Server) tlsToLoop(*conn) bool { return false }

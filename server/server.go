@@ -184,7 +184,7 @@ func (s *Server) Listen() error {
 	s.ln = ln
 	if s.cfg.TLSOnly {
 		s.tlsAddr.Store(ln.Addr().String())
-		s.ln = tls.NewListener(ln, s.cfg.TLS.Config())
+		s.ln = tlsListener{Listener: ln, config: s.cfg.TLS.Config()}
 	}
 	return nil
 }
@@ -231,16 +231,12 @@ func (s *Server) accept(nc net.Conn) {
 	}
 	if len(s.conns) >= s.cfg.MaxClients {
 		s.mu.Unlock()
-		s.stats.rejected.Add(1)
-		nc.Write([]byte("-ERR max number of clients reached\r\n"))
-		nc.Close()
+		s.refuse(nc, "-ERR max number of clients reached\r\n")
 		return
 	}
 	if s.refusedByProtectedMode(nc.RemoteAddr()) {
 		s.mu.Unlock()
-		s.stats.rejected.Add(1)
-		nc.Write([]byte(msgProtected))
-		nc.Close()
+		s.refuse(nc, msgProtected)
 		return
 	}
 	lp, fd := s.eventLoopLocked(nc)
@@ -260,11 +256,33 @@ func (s *Server) accept(nc net.Conn) {
 	go s.serveConn(c)
 }
 
+// refuse answers a connection the server does not take with msg and
+// closes it. A TLS client gets it after its handshake, as Redis sends it,
+// on a goroutine of its own bounded by the handshake's time: never under
+// s.mu, where a client that stalls its handshake would stop the server.
+func (s *Server) refuse(nc net.Conn, msg string) {
+	s.stats.rejected.Add(1)
+	if _, ok := nc.(*tls.Conn); !ok {
+		nc.Write([]byte(msg))
+		nc.Close()
+		return
+	}
+	go func() {
+		nc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+		nc.Write([]byte(msg))
+		nc.Close()
+	}()
+}
+
 // serveConn is a connection's goroutine, where the event loop does not
 // serve it; s.wg counts it.
 func (s *Server) serveConn(c *conn) {
+	ok := c.handshake()
+	if ok && s.tlsToLoop(c) {
+		return // the loop serves it, and forgets it when it closes
+	}
 	defer s.wg.Done()
-	if c.handshake() {
+	if ok {
 		c.serve()
 	} else {
 		c.nc.Close()
@@ -336,6 +354,19 @@ type AsyncReader interface {
 // eventLoopLocked returns the event loop, starting it the first time,
 // and the socket of nc taken over for it; nil without a loop. s.mu held.
 func (s *Server) eventLoopLocked(nc net.Conn) (*eventLoop, int) {
+	if s.loopLocked() == nil {
+		return nil, -1
+	}
+	fd, err := detach(nc)
+	if err != nil {
+		return nil, -1
+	}
+	return s.loop, fd
+}
+
+// loopLocked returns the event loop, starting it the first time, or nil
+// where connections have goroutines of their own; s.mu is held.
+func (s *Server) loopLocked() *eventLoop {
 	if s.loop == nil {
 		sb, ok := s.backend.(Synchronous)
 		ok = ok && sb.Synchronous()
@@ -343,23 +374,19 @@ func (s *Server) eventLoopLocked(nc net.Conn) (*eventLoop, int) {
 			ok = true
 		}
 		if s.noLoop || s.loopFailed || !ok {
-			return nil, -1
+			return nil
 		}
 		lp, err := newEventLoop(s)
 		if err != nil {
 			s.cfg.Logger.Warn("server: no event loop; a goroutine per connection instead", "err", err)
 			s.loopFailed = true
-			return nil, -1
+			return nil
 		}
 		s.loop = lp
 		s.wg.Add(1)
 		go lp.run()
 	}
-	fd, err := detach(nc)
-	if err != nil {
-		return nil, -1
-	}
-	return s.loop, fd
+	return s.loop
 }
 
 // clients returns the open connections ordered by id.

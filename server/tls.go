@@ -9,21 +9,20 @@ import (
 	"github.com/deadbolt/deadbolt/tlsconf"
 )
 
-// Client TLS. A TLS connection is served like any other, except that it
-// has a goroutine of its own (the event loop reads sockets, and TLS needs
-// its records decrypted first); its handshake is done there, bounded in
-// time. The configuration is the tlsconf.Loader's, so that CONFIG SET of a
+// Client TLS. A TLS connection's handshake is done on a goroutine of its
+// own, bounded in time; then the event loop serves it like any other
+// (tlspipe.go). The configuration is the tlsconf.Loader's, so that CONFIG SET of a
 // tls-* parameter, or a reload (SIGHUP), applies to the connections that
 // come next; those already open keep theirs.
 
 // tlsHandshakeTimeout bounds a client's TLS handshake.
-const tlsHandshakeTimeout = 10 * time.Second
+var tlsHandshakeTimeout = 10 * time.Second // a variable for the tests
 
 // ServeTLS serves TLS clients on ln (a plain TCP listener) until it is
 // closed or the server is closed; it returns nil then.
 func (s *Server) ServeTLS(ln net.Listener) error {
 	s.tlsAddr.Store(ln.Addr().String())
-	return s.ServeSentinel(tls.NewListener(ln, s.cfg.TLS.Config()))
+	return s.ServeSentinel(tlsListener{Listener: ln, config: s.cfg.TLS.Config()})
 }
 
 // handshake completes a TLS connection's handshake, and reports whether

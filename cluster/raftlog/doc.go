@@ -17,9 +17,11 @@
 //	00000000000000000001.seg     segments, named by the index of their first entry
 //	00000000000000004711.seg
 //	spare.tmp                    the next segment, zero-filled in the background, paced
+//	reserve                      one more zero-filled segment, kept for a full disk (reserve.go)
+//	reserve.tmp                  the reserve being made
 //	00000000000000000001.3.dead  a segment a compaction dropped, being removed
 //	meta                         the first index the log still holds (written on compaction)
-//	stable                       raft's stable store: current term, last vote
+//	stable                       raft's stable store: current term, last vote (two fixed slots)
 //
 // Segments are files of a fixed size (16 MiB) written full of zeros before
 // they are used, so that an append rewrites data blocks and changes no
@@ -80,4 +82,23 @@
 // (opening removes any a crash left, and drops segments below the first
 // index); entries below the first index that remain in a partly deleted
 // segment are never served.
+//
+// # A full disk
+//
+// hashicorp/raft panics when its stable store fails to save a new term, so
+// the stable file never needs new space: it has a fixed size, two slots of
+// 4 KiB made when the store is first opened (a file of an earlier build,
+// the whole state after a CRC, is rewritten so then), and each set
+// overwrites the older slot in place and fdatasyncs it. Opening takes the
+// valid slot with the higher sequence number; a slot torn by a crash
+// leaves the other. Appends overwrite a segment's zeros and need no space
+// either, until a new segment is due: if the spare could not be made
+// (ENOSPC), the append tries once more at once, then takes the reserve as
+// its segment (ReserveInUse), then fails with the file system's error
+// (IsNoSpace), having stored nothing. A spare that failed is not made
+// again in the background (that would take the last free blocks from a
+// snapshot, again and again) but by the next append that needs it; the
+// reserve is made after a spare, or by RefillReserve once space returns.
+// The meta file is still replaced through a temporary file: a compaction
+// on a full disk fails (raft logs it and tries at the next snapshot).
 package raftlog

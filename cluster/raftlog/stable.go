@@ -15,41 +15,160 @@ import (
 // errNotFound's text is what raft compares against ("not found").
 var errNotFound = errors.New("not found")
 
-// stable is raft's stable store: a few small keys (current term, last vote)
-// written on elections. Every set rewrites the whole file through a
-// temporary file, fsync and rename.
+// stable is raft's stable store: a few small keys (current term, last
+// vote) written on elections. hashicorp/raft cannot go on when one of
+// those writes fails (it panics when it cannot save a new term), so the
+// store never needs new space for them: its file has a fixed size, two
+// slots of stableSlot bytes, allocated when the file is made, and each set
+// overwrites the slot not holding the newest state, then fdatasyncs. A
+// full disk (ENOSPC) therefore never fails a set; a torn write leaves the
+// other slot, the state before it.
 type stable struct {
 	path string
 	mu   sync.Mutex
+	f    *os.File
 	kv   map[string][]byte
+	seq  uint64 // the newest slot's sequence number
+	slot int    // the slot that holds it
 }
 
-// The stable file: u32 CRC-32C of the rest, then for each key in order
-// uvarint length + key, uvarint length + value.
+// A slot: magic, u64 sequence, u32 payload length, u32 CRC-32C of those
+// and the payload, then the payload (for each key in order uvarint length +
+// key, uvarint length + value) and zeros. The newer of two valid slots
+// holds the state.
+const (
+	stableSlot = 4096
+	stableHead = 8 + 8 + 4 + 4
+)
+
+var stableMagic = [8]byte{'d', 'b', 's', 't', 'b', 'l', 0, 1}
+
+// errStableFull: the keys and values do not fit in a slot (raft's few
+// keys take well under a hundred bytes).
+var errStableFull = errors.New("raftlog: stable store: the keys do not fit in a slot")
+
 func openStable(path string) (*stable, error) {
 	st := &stable{path: path, kv: map[string][]byte{}}
 	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return st, nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		b = nil
+	case err != nil:
 		return nil, err
 	}
-	if len(b) < 4 || crc32.Checksum(b[4:], crcTable) != binary.LittleEndian.Uint32(b) {
-		return nil, fmt.Errorf("%w: %s: checksum mismatch", ErrCorrupt, path)
+	if len(b) == 2*stableSlot && (isSlot(b[:stableSlot]) || isSlot(b[stableSlot:])) {
+		if err := st.load(b); err != nil {
+			return nil, err
+		}
+	} else {
+		// No file yet, or one written by an earlier build (the whole
+		// state after a CRC, replaced through a temporary file): it
+		// becomes a slotted file now, while opening may still fail.
+		if len(b) > 0 {
+			if err := st.loadV1(b); err != nil {
+				return nil, err
+			}
+		}
+		st.seq, st.slot = 1, 0
+		img := make([]byte, 2*stableSlot)
+		if _, err := st.encodeSlot(img[:stableSlot], st.seq, "", nil); err != nil {
+			return nil, err
+		}
+		if err := writeFileAtomic(path, img); err != nil {
+			return nil, err
+		}
 	}
-	rest := b[4:]
+	if st.f, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func isSlot(b []byte) bool { return [8]byte(b[:8]) == stableMagic }
+
+// load reads a slotted file: the newer valid slot holds the state. A slot
+// whose magic is there and whose CRC fails is a write torn by a crash if
+// the other slot is valid; with no valid slot the file is corrupt.
+func (st *stable) load(b []byte) error {
+	best := -1
+	var bestSeq uint64
+	var payload []byte
+	for i := range 2 {
+		slot := b[i*stableSlot : (i+1)*stableSlot]
+		if !isSlot(slot) {
+			continue
+		}
+		seq := binary.LittleEndian.Uint64(slot[8:])
+		n := binary.LittleEndian.Uint32(slot[16:])
+		if int(n) > stableSlot-stableHead {
+			continue
+		}
+		crc := crc32.Update(crc32.Checksum(slot[:20], crcTable), crcTable, slot[stableHead:stableHead+int(n)])
+		if crc != binary.LittleEndian.Uint32(slot[20:]) {
+			continue
+		}
+		if best < 0 || seq > bestSeq {
+			best, bestSeq, payload = i, seq, slot[stableHead:stableHead+int(n)]
+		}
+	}
+	if best < 0 {
+		return fmt.Errorf("%w: %s: no slot with a valid checksum", ErrCorrupt, st.path)
+	}
+	st.seq, st.slot = bestSeq, best
+	return st.parse(payload)
+}
+
+// loadV1 reads the format of earlier builds: u32 CRC-32C of the rest,
+// then the fields.
+func (st *stable) loadV1(b []byte) error {
+	if len(b) < 4 || crc32.Checksum(b[4:], crcTable) != binary.LittleEndian.Uint32(b) {
+		return fmt.Errorf("%w: %s: checksum mismatch", ErrCorrupt, st.path)
+	}
+	return st.parse(b[4:])
+}
+
+func (st *stable) parse(rest []byte) error {
 	for len(rest) > 0 {
 		var k, v []byte
+		var err error
 		if k, rest, err = takeBytes(rest, true); err == nil {
 			v, rest, err = takeBytes(rest, true)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+			return fmt.Errorf("%w: %s: %v", ErrCorrupt, st.path, err)
 		}
 		st.kv[string(k)] = v
 	}
-	return st, nil
+	return nil
+}
+
+// encodeSlot writes into slot the state with key set to val (key "": the
+// state as it is) under sequence seq.
+func (st *stable) encodeSlot(slot []byte, seq uint64, key string, val []byte) (int, error) {
+	b := slot[:stableHead:stableSlot]
+	for _, k := range slices.Sorted(maps.Keys(st.kv)) {
+		if k == key {
+			continue
+		}
+		b = appendField(appendField(b, []byte(k)), st.kv[k])
+	}
+	if key != "" {
+		b = appendField(appendField(b, []byte(key)), val)
+	}
+	if len(b) > stableSlot {
+		return 0, errStableFull
+	}
+	n := len(b)
+	if &b[0] != &slot[0] {
+		copy(slot, b)
+	}
+	clear(slot[n:])
+	copy(slot, stableMagic[:])
+	binary.LittleEndian.PutUint64(slot[8:], seq)
+	binary.LittleEndian.PutUint32(slot[16:], uint32(n-stableHead))
+	crc := crc32.Update(crc32.Checksum(slot[:20], crcTable), crcTable, slot[stableHead:n])
+	binary.LittleEndian.PutUint32(slot[20:], crc)
+	return n, nil
 }
 
 func (st *stable) get(key string) ([]byte, error) {
@@ -62,23 +181,40 @@ func (st *stable) get(key string) ([]byte, error) {
 	return slices.Clone(v), nil
 }
 
+// set writes the state with key set to val over the older slot, in place
+// (no new block is needed), and syncs it.
 func (st *stable) set(key string, val []byte) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	b := make([]byte, 4)
-	for _, k := range slices.Sorted(maps.Keys(st.kv)) {
-		if k == key {
-			continue
-		}
-		b = appendField(appendField(b, []byte(k)), st.kv[k])
+	if st.f == nil {
+		return ErrClosed
 	}
-	b = appendField(appendField(b, []byte(key)), val)
-	binary.LittleEndian.PutUint32(b, crc32.Checksum(b[4:], crcTable))
-	if err := writeFileAtomic(st.path, b); err != nil {
+	slot := make([]byte, stableSlot)
+	if _, err := st.encodeSlot(slot, st.seq+1, key, val); err != nil {
 		return err
 	}
+	target := 1 - st.slot
+	_, err := st.f.WriteAt(slot, int64(target*stableSlot))
+	if err == nil {
+		err = fdatasync(st.f)
+	}
+	if err != nil {
+		return fmt.Errorf("raftlog: write %s: %w", st.path, err)
+	}
+	st.seq, st.slot = st.seq+1, target
 	st.kv[key] = slices.Clone(val)
 	return nil
+}
+
+func (st *stable) close() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.f == nil {
+		return nil
+	}
+	err := st.f.Close()
+	st.f = nil
+	return err
 }
 
 func appendField(b, v []byte) []byte {

@@ -78,6 +78,10 @@ type Store struct {
 	spareRun sync.WaitGroup
 	hurry    chan struct{} // closed when an append waits for the spare being made, or on Close (under wmu)
 	stopping atomic.Bool   // Close: a spare being made is given up
+	// The reserve segment (reserve.go).
+	reserving   atomic.Bool   // one goroutine makes it at a time
+	reserveUsed atomic.Bool   // taken for want of space, not yet made again
+	quit        chan struct{} // closed by Close: the reserve being made stops pausing
 	// metaFirst is the first index recorded in meta, under wmu.
 	metaFirst uint64
 	deadSeq   uint64 // names dropped segments apart, under wmu
@@ -126,7 +130,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, segSize: opts.SegmentSize, beforeSync: opts.BeforeSync}
+	s := &Store{dir: dir, segSize: opts.SegmentSize, beforeSync: opts.BeforeSync, quit: make(chan struct{})}
 	s.def.cond = sync.NewCond(&s.def.mu)
 	if s.segSize <= 0 {
 		s.segSize = DefaultSegmentSize
@@ -135,26 +139,38 @@ func Open(dir string, opts Options) (*Store, error) {
 	if s.stable, err = openStable(filepath.Join(dir, "stable")); err != nil {
 		return nil, err
 	}
-	if s.metaFirst, err = readMeta(filepath.Join(dir, "meta")); err != nil {
-		return nil, err
-	}
-	if err := os.Remove(filepath.Join(dir, spareName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	// Segments a compaction dropped and a crash kept from being removed.
-	dead, err := filepath.Glob(filepath.Join(dir, "*"+deadSuffix))
-	if err != nil {
-		return nil, err
-	}
-	if err := removeDead(dir, dead); err != nil {
-		return nil, err
-	}
-	if err := s.load(); err != nil {
-		s.closeSegs(s.segs) // those kept before a late failure
+	if err := s.openRest(); err != nil {
+		s.stable.close()
 		return nil, err
 	}
 	s.prepareSpare()
 	return s, nil
+}
+
+// openRest is Open after the stable store: meta, leftovers, segments.
+func (s *Store) openRest() error {
+	var err error
+	if s.metaFirst, err = readMeta(filepath.Join(s.dir, "meta")); err != nil {
+		return err
+	}
+	for _, name := range []string{spareName, reserveTmpName} {
+		if err := os.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	// Segments a compaction dropped and a crash kept from being removed.
+	dead, err := filepath.Glob(filepath.Join(s.dir, "*"+deadSuffix))
+	if err != nil {
+		return err
+	}
+	if err := removeDead(s.dir, dead); err != nil {
+		return err
+	}
+	if err := s.load(); err != nil {
+		s.closeSegs(s.segs) // those kept before a late failure
+		return err
+	}
+	return nil
 }
 
 // prepareSpare starts zero-filling the next segment's file.
@@ -167,6 +183,9 @@ func (s *Store) prepareSpare() {
 		defer s.spareRun.Done()
 		f, err := zeroFile(filepath.Join(s.dir, spareName), s.segSize, &s.stopping, hurry)
 		s.spare <- spareFile{f, err}
+		if err == nil {
+			s.makeReserve()
+		}
 	}()
 }
 
@@ -695,25 +714,52 @@ func (s *Store) discard(seg *segment, isNew bool, at, n int64) {
 func (s *Store) newSegment(base uint64) (*segment, error) {
 	close(s.hurry)
 	sp := <-s.spare
+	if sp.err != nil && !s.stopping.Load() {
+		// Making it failed (a full disk, say), perhaps a while ago:
+		// space may have returned since. Try again, unpaced.
+		now := make(chan struct{})
+		close(now)
+		sp.f, sp.err = zeroFile(filepath.Join(s.dir, spareName), s.segSize, &s.stopping, now)
+	}
+	src, failed := filepath.Join(s.dir, spareName), sp
+	if IsNoSpace(sp.err) {
+		if f, rpath, ok := s.takeReserve(); ok {
+			sp, src = spareFile{f: f}, rpath
+		}
+	}
 	if sp.err != nil {
-		s.prepareSpare()
+		s.spareFailed(sp)
 		return nil, fmt.Errorf("raftlog: new segment: %w", sp.err)
 	}
 	path := s.segPath(base)
-	err := os.Rename(filepath.Join(s.dir, spareName), path)
+	err := os.Rename(src, path)
 	if err == nil {
 		err = syncDir(s.dir)
 	}
-	// After the rename (it makes a new spare.tmp), and after the
-	// directory's sync, which would otherwise wait behind the new
-	// spare's first writes.
-	s.prepareSpare()
+	if failed.err != nil {
+		s.spareFailed(failed) // the reserve was taken: the disk is full
+	} else {
+		// After the rename (it makes a new spare.tmp), and after the
+		// directory's sync, which would otherwise wait behind the new
+		// spare's first writes.
+		s.prepareSpare()
+	}
 	if err != nil {
 		sp.f.Close()
 		os.Remove(path)
 		return nil, fmt.Errorf("raftlog: new segment: %w", err)
 	}
 	return &segment{base: base, f: sp.f, size: headerSize, cap: s.segSize}, nil
+}
+
+// spareFailed keeps sp, a spare that could not be made, as the next one:
+// none is made in the background until an append needs it and it can be
+// made (newSegment); on a full disk making it would take the last free
+// blocks, again and again, from whatever else needs them (a snapshot).
+func (s *Store) spareFailed(sp spareFile) {
+	s.spare = make(chan spareFile, 1)
+	s.spare <- sp
+	s.hurry = make(chan struct{})
 }
 
 // DeleteRange deletes the entries from min to max inclusive. raft deletes
@@ -890,10 +936,14 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	if err := s.stable.close(); flushErr == nil {
+		flushErr = err
+	}
 	s.closeSegs(s.segs)
 	s.segs = nil
 	s.stopping.Store(true)
 	close(s.hurry) // a spare being made stops pausing, and sees stopping
+	close(s.quit)  // as does the reserve
 	s.spareRun.Wait()
 	if sp := <-s.spare; sp.f != nil {
 		sp.f.Close()

@@ -2,8 +2,10 @@ package raftlog
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -333,14 +335,67 @@ func TestStable(t *testing.T) {
 	if v, err := s.Get([]byte("LastVoteCand")); err != nil || string(v) != "node-b" {
 		t.Fatalf("LastVoteCand = %q, %v", v, err)
 	}
-	// A damaged stable file is an error, not an empty store (which would
-	// let the node vote twice in one term).
+	s.Close()
+	// A torn write of the newest slot leaves the state before it, in the
+	// other slot.
 	p := filepath.Join(dir, "stable")
 	b, _ := os.ReadFile(p)
-	b[len(b)-1] ^= 1
+	if len(b) != 2*stableSlot {
+		t.Fatalf("stable file has %d bytes, want %d", len(b), 2*stableSlot)
+	}
+	newest := 0
+	if binary.LittleEndian.Uint64(b[stableSlot+8:]) > binary.LittleEndian.Uint64(b[8:]) {
+		newest = 1
+	}
+	b[newest*stableSlot+stableHead] ^= 1
+	os.WriteFile(p, b, 0o644)
+	s = open(t, dir, 0)
+	if v, err := s.GetUint64([]byte("CurrentTerm")); err != nil || v != 7 {
+		t.Fatalf("after a torn write of the newest slot CurrentTerm = %d, %v; want the state before it, 7", v, err)
+	}
+	s.Close()
+	// Both slots damaged is an error, not an empty store (which would
+	// let the node vote twice in one term).
+	b[(1-newest)*stableSlot+stableHead] ^= 1
 	os.WriteFile(p, b, 0o644)
 	if _, err := Open(dir, Options{}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("open with a damaged stable file: %v", err)
+	}
+}
+
+// TestStableOldFormat: a stable file of earlier builds (a CRC, then the
+// fields, replaced whole on each set) is read and rewritten in slots.
+func TestStableOldFormat(t *testing.T) {
+	dir := t.TempDir()
+	var b []byte
+	b = appendField(appendField(make([]byte, 4), []byte("CurrentTerm")), binary.BigEndian.AppendUint64(nil, 41))
+	b = appendField(appendField(b, []byte("LastVoteCand")), []byte("node-c"))
+	binary.LittleEndian.PutUint32(b, crc32.Checksum(b[4:], crcTable))
+	if err := os.WriteFile(filepath.Join(dir, "stable"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, dir, 0)
+	if v, err := s.GetUint64([]byte("CurrentTerm")); err != nil || v != 41 {
+		t.Fatalf("CurrentTerm = %d, %v", v, err)
+	}
+	if err := s.SetUint64([]byte("CurrentTerm"), 42); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, dir, 0)
+	defer s.Close()
+	if v, err := s.GetUint64([]byte("CurrentTerm")); err != nil || v != 42 {
+		t.Fatalf("CurrentTerm = %d, %v", v, err)
+	}
+	if v, err := s.Get([]byte("LastVoteCand")); err != nil || string(v) != "node-c" {
+		t.Fatalf("LastVoteCand = %q, %v", v, err)
+	}
+	// A damaged old file is still an error.
+	b[len(b)-1] ^= 1
+	dir2 := t.TempDir()
+	os.WriteFile(filepath.Join(dir2, "stable"), b, 0o644)
+	if _, err := Open(dir2, Options{}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("open with a damaged old stable file: %v", err)
 	}
 }
 

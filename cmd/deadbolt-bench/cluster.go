@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"text/tabwriter"
@@ -14,6 +15,8 @@ import (
 // The cluster table's systems.
 const (
 	nameDeadbolt = "deadbolt-3node"
+	nameTLS      = "deadbolt-3node-tls"
+	nameSecret   = "deadbolt-3node-secret"
 	nameSingle   = "deadbolt-1node"
 	nameRedisAOF = "redis-aof-always"
 	nameEtcd     = "etcd-3node"
@@ -33,14 +36,35 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	var targets []target
 	for _, s := range cfg.systems {
 		switch s {
-		case "deadbolt":
-			addr, id, pids, stop, leader, err := startDeadboltCluster(ctx, cfg.deadboltBin, root, cfg.memberProcs)
+		case "deadbolt", "deadbolt-tls", "deadbolt-secret":
+			name, how, extra := nameDeadbolt, "", []string(nil)
+			switch s {
+			case "deadbolt-tls":
+				cert, key, err := memberCert(root)
+				if err != nil {
+					return err
+				}
+				name, how = nameTLS, ", --tls-cluster (mutual TLS between members)"
+				extra = []string{"--tls-cluster", "--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", cert}
+			case "deadbolt-secret":
+				secret := filepath.Join(root, "cluster.secret")
+				if err := os.WriteFile(secret, []byte("deadbolt-bench-cluster-secret"), 0o600); err != nil {
+					return err
+				}
+				name, how = nameSecret, ", --cluster-secret-file"
+				extra = []string{"--cluster-secret-file", secret}
+			}
+			dir := filepath.Join(root, s)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			addr, id, pids, stop, leader, err := startDeadboltCluster(ctx, cfg.deadboltBin, dir, cfg.memberProcs, extra...)
 			if err != nil {
 				return err
 			}
 			defer stop()
-			targets = append(targets, target{name: nameDeadbolt, addr: addr, pids: pids, leader: leader,
-				about: "3 × " + cfg.deadboltBin + ", Raft, data on disk (default fsync), clients on leader " + id})
+			targets = append(targets, target{name: name, addr: addr, pids: pids, leader: leader,
+				about: "3 × " + cfg.deadboltBin + how + ", Raft, data on disk (default fsync), clients on leader " + id})
 		case "deadbolt1":
 			addr, pids, stop, err := startDeadboltSingle(ctx, cfg.deadboltBin, root, cfg.memberProcs)
 			if err != nil {

@@ -17,7 +17,7 @@ import (
 // fsync), and waits until all three agree on a leader. It returns the
 // leader's RESP address and id and the processes' ids; stop kills the
 // three; leader finds the current leader's RESP address.
-func startDeadboltCluster(ctx context.Context, bin, root string, maxProcs int) (addr, leaderID string, pids []int, stop func(), leader func(context.Context) (string, error), err error) {
+func startDeadboltCluster(ctx context.Context, bin, root string, maxProcs int, extra ...string) (addr, leaderID string, pids []int, stop func(), leader func(context.Context) (string, error), err error) {
 	path, err := exec.LookPath(bin)
 	if err != nil {
 		return "", "", nil, nil, nil, fmt.Errorf("deadbolt: %w (run make build, or pass -deadbolt-bin)", err)
@@ -40,10 +40,10 @@ func startDeadboltCluster(ctx context.Context, bin, root string, maxProcs int) (
 	for i := range 3 {
 		id := fmt.Sprintf("n%d", i+1)
 		respAddrs[i] = loopback(ports[i])
-		p, err := startProc("deadbolt-"+id, root, maxProcs, path,
-			"--id", id, "--addr", respAddrs[i], "--raft-addr", loopback(ports[3+i]),
+		args := append([]string{"--id", id, "--addr", respAddrs[i], "--raft-addr", loopback(ports[3+i]),
 			"--data-dir", filepath.Join(root, "deadbolt-"+id), "--peers", strings.Join(peers, ","),
-			"--log-level", "warn")
+			"--log-level", "warn"}, extra...)
+		p, err := startProc("deadbolt-"+id, root, maxProcs, path, args...)
 		if err != nil {
 			stop()
 			return "", "", nil, nil, nil, err

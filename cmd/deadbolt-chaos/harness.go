@@ -56,7 +56,14 @@ func runDeadbolt(ctx context.Context, cfg config, l *lab, stdout io.Writer) (int
 	var extra []string
 	extra = append(extra, "--snapshot-threshold", fmt.Sprint(cfg.snapshotThreshold))
 	extra = append(extra, strings.Fields(cfg.nodeFlags)...)
-	d, err := newDB(cfg.bin, l, cfg.nodes, cfg.out, extra, h.logf, cfg.insecure)
+	auth := authSecret
+	switch {
+	case cfg.insecure:
+		auth = authNone
+	case cfg.tlsCluster:
+		auth = authTLS
+	}
+	d, err := newDB(cfg.bin, l, cfg.nodes, cfg.out, extra, h.logf, auth)
 	if err != nil {
 		return 2, err
 	}

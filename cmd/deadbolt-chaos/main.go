@@ -52,6 +52,7 @@ type config struct {
 	only              string
 	limit             time.Duration
 	insecure          bool
+	tlsCluster        bool
 }
 
 func main() {
@@ -93,6 +94,7 @@ func parse(args []string, stderr io.Writer) (config, string, error) {
 	fs.StringVar(&c.only, "nemesis", "", "comma-separated nemeses to use instead of the full schedule (see -list)")
 	fs.DurationVar(&c.limit, "limit", 0, "give up (exit 2, after a goroutine dump) if the whole run takes longer (0: duration + 2 × check-timeout + 5m)")
 	fs.BoolVar(&c.insecure, "insecure-cluster", false, "start the nodes with --insecure-cluster instead of a cluster secret (the hostile-peer nemesis then shows what a stranger can do)")
+	fs.BoolVar(&c.tlsCluster, "tls-cluster", false, "start the nodes with --tls-cluster (mutual TLS between members, certificates made for the run) instead of a cluster secret; joins go to the members' TLS client port")
 	list := fs.Bool("list", false, "list the nemeses and exit")
 	inner := fs.String("inner-lab", "", "internal: run inside the lab namespace with this prefix")
 	if err := fs.Parse(args); err != nil {

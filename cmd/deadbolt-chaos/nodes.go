@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,13 +61,28 @@ type db struct {
 	peers string
 	// secretFile holds the cluster secret every node is started with.
 	secretFile string
+	// tls are the --tls-cluster flags every node is started with.
+	tls []string
 	// exited is told of a process that exited without the harness
 	// stopping it (a crash, or a join that gave up), after it was
 	// marked not running, so healing starts it again.
 	exited func(n *node, joining bool, err error)
 }
 
-func newDB(bin string, l *lab, n int, out string, extra []string, logf func(string, ...any), insecure bool) (*db, error) {
+// How the members authenticate each other.
+type memberAuth int
+
+const (
+	authSecret memberAuth = iota // --cluster-secret-file
+	authNone                     // --insecure-cluster
+	authTLS                      // --tls-cluster
+)
+
+// tlsPort is the nodes' TLS client port with -tls-cluster, where a
+// joining node reaches a member.
+const tlsPort = "6380"
+
+func newDB(bin string, l *lab, n int, out string, extra []string, logf func(string, ...any), auth memberAuth) (*db, error) {
 	d := &db{bin: bin, lab: l, extra: extra, log: logf}
 	var peers []string
 	for i := 0; i < n; i++ {
@@ -87,8 +103,20 @@ func newDB(bin string, l *lab, n int, out string, extra []string, logf func(stri
 		peers = append(peers, nd.id+"="+nd.raft)
 	}
 	d.peers = strings.Join(peers, ",")
-	if insecure {
+	switch auth {
+	case authNone:
 		d.extra = append(d.extra, "--insecure-cluster")
+		return d, nil
+	case authTLS:
+		ips := make([]string, n)
+		for i := range ips {
+			ips[i] = hostIP(i)
+		}
+		ca, cert, key, err := memberCerts(out, ips)
+		if err != nil {
+			return nil, err
+		}
+		d.tls = []string{"--tls-cluster", "--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", ca}
 		return d, nil
 	}
 	// The members prove a shared secret to each other: their Raft
@@ -124,6 +152,13 @@ func (d *db) start(n *node, join string) error {
 		"--protected-mode", "no"} // the clients come from the lab's own address
 	if d.secretFile != "" {
 		args = append(args, "--cluster-secret-file", d.secretFile)
+	}
+	if len(d.tls) > 0 {
+		args = append(args, d.tls...)
+		args = append(args, "--tls-addr", n.ip+":"+tlsPort)
+		if host, _, err := net.SplitHostPort(join); err == nil {
+			join = net.JoinHostPort(host, tlsPort) // a TLS cluster joins over TLS
+		}
 	}
 	if join != "" {
 		args = append(args, "--join", join)

@@ -220,30 +220,39 @@ func newChoice(fs *flag.FlagSet, name, def, usage string, allowed ...string) *st
 	return &c.v
 }
 
-// byteSize is a flag in bytes that also takes redis.conf's units: k, m, g
-// (1000s) and kb, mb, gb (1024s), in any case.
+// byteSize is a flag in bytes that also takes redis.conf's units (k, m,
+// g: 1000s; kb, mb, gb: 1024s; parseSize).
 type byteSize int64
 
 func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
 
 func (b *byteSize) Set(v string) error {
-	s := strings.ToLower(v)
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"b", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.mult
-			break
-		}
+	n, err := parseSize(v)
+	if err != nil {
+		return err
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return fmt.Errorf("want a size in bytes, such as 536870912 or 512mb")
-	}
-	*b = byteSize(n * mult)
+	*b = byteSize(n)
 	return nil
+}
+
+// sizeText is a size flag kept as written (its default shows as "64mb"),
+// checked with parseSize when it is set.
+type sizeText struct{ v string }
+
+func (s *sizeText) String() string { return s.v }
+
+func (s *sizeText) Set(v string) error {
+	if _, err := parseSize(v); err != nil {
+		return err
+	}
+	s.v = v
+	return nil
+}
+
+func newSizeText(fs *flag.FlagSet, name, def, usage string) *string {
+	s := &sizeText{v: def}
+	fs.Var(s, name, usage)
+	return &s.v
 }
 
 // startupParams are the values CONFIG GET reports for the Redis

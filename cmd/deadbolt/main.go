@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"runtime"
@@ -40,8 +41,10 @@ func main() {
 }
 
 // subcommands are deadbolt's commands other than serving ("deadbolt
-// backup ..."), each in a file of its own.
-var subcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{}
+// locks ...", "deadbolt backup ..."), each in a file of its own.
+var subcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
+	"locks": runLocks,
+}
 
 // run parses flags, starts a node and serves until ctx is done; or runs a
 // subcommand.
@@ -74,6 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		election    = fs.Duration("election-timeout", 500*time.Millisecond, "Raft: how long a candidate waits before a new election")
 		lease       = fs.Duration("leader-lease", 250*time.Millisecond, "Raft: how long a leader stays leader without hearing from a quorum")
 		diskStall   = fs.Duration("disk-stall-timeout", time.Second, "Raft: a leader whose own log sync has waited this long stops sending to its followers, so that they elect another (negative: never)")
+		minFreeDisk = newSizeText(fs, "min-free-disk", "64mb", "refuse writes (MISCONF) while the --data-dir file system has less free space than this `size` (bytes, or with k, kb, m, mb, g, gb as Redis reads memory sizes), so that the log's housekeeping still has room; 0: only once the disk is full")
 		masterName  = fs.String("master-name", "mymaster", "the master `name` Sentinel clients ask for (the Raft leader)")
 		sentinelAt  = fs.String("sentinel-addr", "", "also serve on this `host:port` (such as 127.0.0.1:26379), for clients that expect Sentinels on a port of their own")
 		secretFile  = fs.String("cluster-secret-file", "", "`file` holding the cluster's shared secret (at least 16 bytes; the same on every member): every connection between members proves it before anything on it is read")
@@ -184,6 +188,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *stallFile != "" {
 		beforeSync = stallWhileExists(ctx, *stallFile, logger)
 	}
+	minFree, err := parseSize(*minFreeDisk)
+	if err != nil {
+		return fmt.Errorf("--min-free-disk: %w", err)
+	}
+	if minFree == 0 {
+		minFree = -1 // no threshold
+	}
 	node, err := deadbolt.Start(deadbolt.Config{
 		Clock:                 clock,
 		BeforeSync:            beforeSync,
@@ -205,6 +216,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ElectionTimeout:       *election,
 		LeaderLease:           *lease,
 		DiskStall:             *diskStall,
+		MinFreeDisk:           minFree,
 		MasterName:            *masterName,
 		SentinelAddr:          *sentinelAt,
 		TLSAddr:               *tlsAddr,
@@ -360,6 +372,7 @@ Examples:
            --tls-key-file n1.key --tls-ca-cert-file ca.crt
                                              members speak mutual TLS to each other (and a
                                              new member's --join takes a --tls-addr)
+  deadbolt locks --addr 10.0.0.2:6379        list the locks held (any member; --help for its flags)
 
 Flags:
 `)
@@ -408,4 +421,26 @@ func reloadOnHangup(ctx context.Context, node *deadbolt.Node, logger *slog.Logge
 			}
 		}
 	}
+}
+
+// parseSize reads a size as Redis reads memory sizes in its configuration:
+// a number of bytes, or with a unit: k, m, g (powers of 1000) or kb, mb,
+// gb (powers of 1024), in any case.
+func parseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"b", 1}}
+	num, mult := strings.ToLower(strings.TrimSpace(s)), int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(num, u.suffix) {
+			num, mult = strings.TrimSuffix(num, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is not a size (bytes, or a number with k, kb, m, mb, g or gb)", s)
+	}
+	return n * mult, nil
 }

@@ -27,6 +27,7 @@ func TestRunFlags(t *testing.T) {
 		{"--log-level", "loud"},
 		{"--id", "n4", "--raft-addr", "127.0.0.1:0", "--join", "127.0.0.1:1"}, // no --data-dir
 		{"--protected-mode", "maybe"},
+		{"--min-free-disk", "lots"},
 	}
 	for _, args := range bad {
 		if err := run(context.Background(), args, &out, &errb); err == nil {
@@ -68,6 +69,21 @@ func TestRunHelp(t *testing.T) {
 	}
 	if j := strings.Index(help, "--disk-stall-file"); j < i {
 		t.Fatal("a test-only flag is listed with the others")
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	good := map[string]int64{"0": 0, "123": 123, "64mb": 64 << 20, "64MB": 64 << 20, "1k": 1000, "1kb": 1024,
+		"2g": 2e9, "2gb": 2 << 30, "5m": 5e6, "7b": 7}
+	for in, want := range good {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "mb", "-1", "1.5mb", "1tb", "99999999999gb"} {
+		if got, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) = %d, accepted", in, got)
+		}
 	}
 }
 

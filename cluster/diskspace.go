@@ -1,0 +1,241 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/deadbolt/deadbolt/cluster/raftlog"
+	"github.com/deadbolt/deadbolt/fsm"
+)
+
+// A full disk. hashicorp/raft handles a log store that cannot append: a
+// leader fails the entries of that append and steps down, a follower
+// answers the AppendEntries unsuccessfully, and neither stores anything.
+// The stable store never needs new space (raftlog's fixed slots), so an
+// election on a full disk does not panic. What deadbolt adds:
+//
+//   - A write refused for want of space gets a MISCONF error that names the
+//     data directory, never "outcome unknown": an append that fails with
+//     ENOSPC stored nothing (raftlog.IsNoSpace), so the entry was never in
+//     any log and can never be committed.
+//   - Below Config.MinFreeDisk bytes free the leader refuses client writes
+//     before proposing them, so that the disk never fills completely: the
+//     log's housekeeping (a new segment, a snapshot, the compaction that
+//     frees space) still has room, and the leader never reaches the
+//     append failures that make it step down. Reads, pub/sub and discovery
+//     need no log write and go on. The leader's own internal entries
+//     (clock ticks, expiry) are small and still proposed.
+//   - The free space is read with statfs at most every diskCheckEvery, by
+//     a goroutine, never per command; writes resume at the first check
+//     that finds enough space again.
+
+// diskCheckEvery is how often the free space of the data directory is read.
+const diskCheckEvery = 100 * time.Millisecond
+
+// DefaultMinFreeDisk is the space below which a node refuses writes, unless
+// configured: room for four segments of the log.
+const DefaultMinFreeDisk = 4 * raftlog.DefaultSegmentSize
+
+// diskWatch follows the free space of a node's data directory.
+type diskWatch struct {
+	dir     string
+	minFree int64
+	free    atomic.Int64 // bytes free at the last check; -1 before the first, or if statfs fails
+	low     atomic.Bool  // free < minFree at the last check
+	// fullAt is when an append last failed with ENOSPC (Unix ns; 0:
+	// never, or space came back since).
+	fullAt  atomic.Int64
+	refused atomic.Int64 // writes refused for want of space
+	// log is the raftlog store, if the node has one: its reserve segment
+	// in use means the disk is full.
+	log reserver
+}
+
+type reserver interface {
+	ReserveInUse() bool
+	RefillReserve()
+	SegmentSize() int64
+}
+
+func newDiskWatch(dir string, minFree int64, log reserver) *diskWatch {
+	w := &diskWatch{dir: dir, minFree: minFree, log: log}
+	w.free.Store(-1)
+	w.check()
+	return w
+}
+
+// check reads the free space now.
+func (w *diskWatch) check() {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(w.dir, &st); err != nil {
+		w.free.Store(-1)
+		w.low.Store(false) // unknown: appends will tell
+		return
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	w.free.Store(free)
+	w.low.Store(free < w.minFree)
+	if w.fullAt.Load() != 0 && free >= max(w.minFree, 1<<20) {
+		w.fullAt.Store(0)
+	}
+	if w.log != nil && w.log.ReserveInUse() && free > 2*w.log.SegmentSize() {
+		w.log.RefillReserve()
+	}
+}
+
+func (w *diskWatch) run(stop <-chan struct{}) {
+	t := time.NewTicker(diskCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		w.check()
+	}
+}
+
+// refuse returns the error that refuses a write if there is too little
+// space, else nil.
+func (w *diskWatch) refuse() error {
+	if w == nil {
+		return nil
+	}
+	switch w.status() {
+	case "low":
+		w.refused.Add(1)
+		return replyError{fmt.Sprintf("MISCONF writes are refused: the data directory %s has %d bytes free, below --min-free-disk %d; reads keep working, writes resume when space returns",
+			w.dir, max(w.free.Load(), 0), w.minFree)}
+	case "full":
+		w.refused.Add(1)
+		return replyError{fmt.Sprintf("MISCONF writes are refused: the disk of the data directory %s is full (%d bytes free); reads keep working, writes resume when space returns",
+			w.dir, max(w.free.Load(), 0))}
+	}
+	return nil
+}
+
+// noSpace is the error for a write whose append failed with ENOSPC.
+func (w *diskWatch) noSpace(err error) error {
+	w.fullAt.Store(time.Now().UnixNano())
+	w.refused.Add(1)
+	return replyError{fmt.Sprintf("MISCONF write refused: no space left on the disk of the data directory %s (%v); nothing was written, writes resume when space returns", w.dir, err)}
+}
+
+// status is "ok", "low" (below the threshold) or "full" (an append failed
+// for want of space since the last check that found space, or the log
+// runs on its reserve segment).
+func (w *diskWatch) status() string {
+	switch {
+	case w.fullAt.Load() != 0, w.log != nil && w.log.ReserveInUse():
+		return "full"
+	case w.low.Load():
+		return "low"
+	}
+	return "ok"
+}
+
+// Persistence returns the disk fields of INFO's "# Persistence" section:
+// the data directory's free space, the threshold, whether writes are
+// being refused for want of space, and how many were.
+func (n *Node) Persistence() []string {
+	w := n.disk
+	if w == nil {
+		return nil
+	}
+	refusing := 0
+	if w.status() != "ok" {
+		refusing = 1
+	}
+	return []string{
+		"disk_free_bytes:" + strconv.FormatInt(w.free.Load(), 10),
+		"disk_min_free_bytes:" + strconv.FormatInt(w.minFree, 10),
+		"disk_status:" + w.status(),
+		"disk_writes_refused:" + strconv.Itoa(refusing),
+		"disk_refused_writes_total:" + strconv.FormatInt(w.refused.Load(), 10),
+	}
+}
+
+// DiskStatus is the data directory's disk status ("ok", "low", "full";
+// "" without a data directory) and its free bytes, read now (a leader
+// choosing whom to hand over to must not go by a reading 100 ms old).
+func (n *Node) DiskStatus() (string, int64) {
+	if n.disk == nil {
+		return "", 0
+	}
+	n.disk.check()
+	return n.disk.status(), n.disk.free.Load()
+}
+
+// isNoSpace reports whether raft's answer to an entry is a log store's
+// failure for want of space: the entry was not stored.
+func isNoSpace(err error) bool {
+	return err != nil && raftlog.IsNoSpace(err)
+}
+
+// refuseWrite returns the MISCONF error for a client write this leader
+// refuses for want of space, or nil. PUBLISH and SPUBLISH pass, as in
+// Redis (they are not write commands there), and so do the node's own
+// entries (its client address, for discovery): both are small.
+func (n *Node) refuseWrite(cmd fsm.Command) error {
+	if n.disk == nil || len(cmd.Args) == 0 || n.disk.status() == "ok" {
+		return nil
+	}
+	name := cmd.Args[0]
+	switch {
+	case strings.EqualFold(string(name), "publish"), strings.EqualFold(string(name), "spublish"),
+		len(name) > 2 && name[0] == '_' && name[1] == '_':
+		return nil
+	}
+	return n.disk.refuse()
+}
+
+// A leader short of space refuses writes; if another voter has space, it
+// should lead instead. So a leader whose disk is not "ok" asks the other
+// voters for theirs (DEADBOLT.FORWARD d, on the members' connections), at
+// most every handOverEvery, and hands leadership to the first that
+// answers "ok". When every disk is short, leadership stays where it is
+// and reads go on.
+const handOverEvery = 2 * time.Second
+
+// handOverForSpace runs on leaderDuties' goroutine while this leader's
+// disk is short of space.
+func (n *Node) handOverForSpace() {
+	now := time.Now()
+	if now.Sub(n.lastHandOver) < handOverEvery {
+		return
+	}
+	n.lastHandOver = now
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage != raft.Voter || string(s.ID) == n.cfg.ID {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		res, err := n.member.forward(ctx, string(s.Address), modeDisk, fsm.Command{Args: [][]byte{[]byte("disk")}})
+		cancel()
+		if err != nil || string(res.Reply.Str) != "ok" {
+			continue
+		}
+		if n.raft.State() != raft.Leader {
+			return
+		}
+		status, free := n.DiskStatus()
+		n.cfg.Logger.Warn("disk short of space: handing leadership to a member with space", "id", n.cfg.ID, "to", s.ID,
+			"dir", n.cfg.DataDir, "status", status, "free", free)
+		if err := n.raft.LeadershipTransferToServer(s.ID, s.Address).Error(); err != nil {
+			n.cfg.Logger.Warn("leadership hand-over for space failed", "to", s.ID, "err", err)
+		}
+		return
+	}
+}

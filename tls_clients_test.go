@@ -1,0 +1,118 @@
+package deadbolt
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bsm/redislock"
+	dbclient "github.com/deadbolt/deadbolt/client"
+	"github.com/deadbolt/deadbolt/internal/testcerts"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+)
+
+// withTLSOnly serves clients over TLS only (no plain port, so Sentinel and
+// Cluster discovery name the TLS addresses), Sentinel over TLS too, and
+// makes the members speak mutual TLS.
+func withTLSOnly(s *testcerts.Set) ClusterOption {
+	tlsCluster := withTLSCluster(s)
+	return func(i int, c *Config) {
+		tlsCluster(i, c)
+		c.Addr = ""
+		c.TLSSentinelAddr = "127.0.0.1:0"
+	}
+}
+
+// The lock clients over TLS against a three-node --tls-cluster, in every
+// mode go-redis has: straight to the leader, through a follower, Sentinel
+// and Cluster; each takes and releases locks with the project's
+// Redisson-family client, redsync and redislock.
+func TestTLSClientsEveryMode(t *testing.T) {
+	certs := testcerts.Make(t)
+	c := RunClusterT(t, 3, withTLSOnly(certs))
+	ctx := context.Background()
+	l := c.WaitLeader()
+	f := c.Followers()[0]
+	cfg := func() *tls.Config { return certs.ClientConfig(t, certs.ClientCert, certs.ClientKey) }
+	var sentinels []string
+	for _, n := range c.Nodes {
+		sentinels = append(sentinels, n.TLSSentinelAddr())
+	}
+	modes := []struct {
+		name string
+		rdb  func() redis.UniversalClient
+	}{
+		{"leader", func() redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: c.Addr(l), TLSConfig: cfg()})
+		}},
+		{"follower", func() redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: c.Addr(f), TLSConfig: cfg()})
+		}},
+		{"sentinel", func() redis.UniversalClient {
+			return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "mymaster", SentinelAddrs: sentinels, TLSConfig: cfg()})
+		}},
+		{"cluster", func() redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.Addr(f)}, TLSConfig: cfg()})
+		}},
+	}
+	// redis-py over TLS through a follower, with its own Lock.
+	t.Run("redis-py", func(t *testing.T) {
+		host, port, _ := strings.Cut(c.Addr(f), ":")
+		script := fmt.Sprintf(`import redis
+r = redis.Redis(host=%q, port=%s, ssl=True, ssl_ca_certs=%q, ssl_certfile=%q, ssl_keyfile=%q)
+l = r.lock("tls:py", timeout=30)
+assert l.acquire(blocking=False)
+assert r.get("tls:py") == l.local.token
+l.release()
+assert r.get("tls:py") is None
+print("ok")`, host, port, certs.CA, certs.ClientCert, certs.ClientKey)
+		py := "python3"
+		if _, err := os.Stat("/usr/bin/python3"); err == nil {
+			py = "/usr/bin/python3" // Debian's, with its python3-redis
+		}
+		out, err := exec.Command(py, "-c", script).CombinedOutput()
+		if err != nil {
+			if os.Getenv("CI") != "true" && strings.Contains(string(out), "No module named") {
+				t.Skipf("redis-py is not installed: %s", out)
+			}
+			t.Fatalf("redis-py over TLS: %v\n%s", err, out)
+		}
+	})
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			rdb := m.rdb()
+			defer rdb.Close()
+			if err := rdb.Ping(ctx).Err(); err != nil {
+				t.Fatalf("PING: %v", err)
+			}
+			lk := dbclient.New(rdb).NewLock("tls:" + m.name + ":r")
+			if err := lk.Lock(ctx); err != nil {
+				t.Fatalf("Redisson-family lock: %v", err)
+			}
+			if err := lk.Unlock(ctx); err != nil {
+				t.Fatalf("unlock: %v", err)
+			}
+			mu := redsync.New(goredis.NewPool(rdb)).NewMutex("tls:" + m.name + ":rs")
+			if err := mu.LockContext(ctx); err != nil {
+				t.Fatalf("redsync: %v", err)
+			}
+			if ok, err := mu.UnlockContext(ctx); err != nil || !ok {
+				t.Fatalf("redsync unlock: %v %v", ok, err)
+			}
+			rl, err := redislock.New(rdb).Obtain(ctx, "tls:"+m.name+":rl", 10*time.Second, nil)
+			if err != nil {
+				t.Fatalf("redislock: %v", err)
+			}
+			if err := rl.Release(ctx); err != nil {
+				t.Fatalf("redislock release: %v", err)
+			}
+		})
+	}
+}
