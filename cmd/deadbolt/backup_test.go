@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/deadbolt/deadbolt/internal/testcerts"
 )
 
 // deadbolt backup writes a backup file; a node started with --restore
@@ -196,5 +198,47 @@ func TestRunRestoreThreeNodes(t *testing.T) {
 		if !bytes.Equal(b, backup) {
 			t.Errorf("m%d started from %d bytes, not the backup's %d", i+1, len(b), len(backup))
 		}
+	}
+}
+
+// deadbolt backup over TLS, with a client certificate the server asks for.
+func TestRunBackupTLS(t *testing.T) {
+	certs := testcerts.Make(t)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	var out, errb lockedBuffer
+	go func() {
+		done <- run(sctx, []string{"--addr", "", "--tls-addr", addr, "--tls-cert-file", certs.Cert, "--tls-key-file", certs.Key,
+			"--tls-ca-cert-file", certs.CA, "--data-dir", filepath.Join(dir, "d"), "--id", "n1"}, &out, &errb)
+	}()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	dialWhenUp(t, addr).Close()
+	file := filepath.Join(dir, "b")
+	tlsArgs := []string{"backup", "--addr", addr, "--out", file, "--tls", "--cacert", certs.CA}
+	if err := run(ctx, tlsArgs, &out, &errb); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("a backup without the client certificate the server asks for: %v", err)
+	}
+	var err error
+	for {
+		// Until the lone node leads.
+		if err = run(ctx, append(tlsArgs, "--cert", certs.ClientCert, "--key", certs.ClientKey), &out, &errb); err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("backup over TLS: %v", err)
+	}
+	if b, err := os.ReadFile(file); err != nil || !bytes.HasPrefix(b, []byte("DBOLTSNP")) {
+		t.Fatalf("the backup file: %v", err)
 	}
 }
