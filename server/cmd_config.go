@@ -280,13 +280,18 @@ func configGetCmd(c *conn, patterns [][]byte) {
 	for _, pat := range patterns {
 		lower := strings.ToLower(string(pat))
 		if !strings.ContainsAny(lower, "[*?") {
-			if p := paramByName[lower]; p != nil {
+			if p := c.srv.lookupParam(lower); p != nil {
 				add(string(pat), p)
 			}
 			continue
 		}
 		for i := range configParams {
 			p := &configParams[i]
+			if globMatch(lower, p.name) {
+				add(p.name, p)
+			}
+		}
+		for _, p := range c.srv.ownParams() {
 			if globMatch(lower, p.name) {
 				add(p.name, p)
 			}
@@ -311,7 +316,7 @@ func configSetCmd(c *conn, pairs [][]byte) {
 	seen := make(map[string]bool)
 	for i := 0; i < len(pairs); i += 2 {
 		arg := string(pairs[i])
-		p := paramByName[strings.ToLower(arg)]
+		p := c.srv.lookupParam(strings.ToLower(arg))
 		if p == nil {
 			c.reply(resp.Err("ERR Unknown option or number of arguments for CONFIG SET - '" + truncate(arg, 128) + "'"))
 			return

@@ -55,8 +55,10 @@ type Config struct {
 	Logger            *slog.Logger
 	Version           string // deadbolt's own version, reported by INFO
 	// ConfigParams are what CONFIG GET reports for parameters set at
-	// start that the server does not apply itself (loglevel, dir,
-	// aclfile, tls-cluster), until CONFIG SET changes them.
+	// start that the server does not apply itself: Redis's (loglevel,
+	// dir, aclfile, tls-cluster), until CONFIG SET changes them, and
+	// deadbolt's own (the binary's other flags: data-dir, raft-addr, ...),
+	// which CONFIG GET shows and CONFIG SET refuses (config_own.go).
 	ConfigParams map[string]string
 	// Info adds sections to INFO (replication, cluster); optional.
 	Info InfoProvider

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/deadbolt/deadbolt/server"
 )
 
 // --config FILE: directives in redis.conf's syntax, one per line. Every
@@ -256,8 +258,11 @@ func newSizeText(fs *flag.FlagSet, name, def, usage string) *string {
 }
 
 // startupParams are the values CONFIG GET reports for the Redis
-// parameters that flags set but the server does not apply itself.
-func startupParams(logLevel, dataDir, aclFile string, tlsCluster bool) map[string]string {
+// parameters that flags set but the server does not apply itself, and
+// for every flag that is not a Redis parameter (deadbolt's own, such as
+// data-dir or heartbeat-timeout: CONFIG GET shows them, CONFIG SET
+// refuses them).
+func startupParams(fs *flag.FlagSet, logLevel, dataDir, aclFile string, tlsCluster bool) map[string]string {
 	p := map[string]string{
 		// Redis's levels: debug, verbose, notice, warning.
 		"loglevel":    map[string]string{"debug": "debug", "info": "notice", "warn": "warning", "error": "warning"}[logLevel],
@@ -273,5 +278,15 @@ func startupParams(logLevel, dataDir, aclFile string, tlsCluster bool) map[strin
 		}
 		p["dir"] = dataDir
 	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if server.IsConfigParam(f.Name) || f.Name == "version" || strings.HasPrefix(f.Usage, "test only:") {
+			return // the server's own value; or no parameter
+		}
+		v := f.Value.String()
+		if isBoolFlag(f) {
+			v = map[string]string{"true": "yes", "false": "no"}[v]
+		}
+		p[f.Name] = v
+	})
 	return p
 }

@@ -54,6 +54,7 @@ PROTO-MAX-BULK-LEN 2mb
 protected-mode no
 include extra.conf
 notify-keyspace-events "Ex"
+heartbeat-timeout 700ms
 `, addr)), 0o600)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -81,11 +82,25 @@ notify-keyspace-events "Ex"
 		"loglevel":               "warning",
 		"notify-keyspace-events": "xE",
 		"port":                   addr[strings.LastIndex(addr, ":")+1:],
+		// deadbolt's own parameters: the other flags.
+		"heartbeat-timeout": "700ms",
+		"log-format":        "text",
+		"insecure-cluster":  "no",
+		"config":            conf,
 	} {
 		got, err := rc.ConfigGet(cctx, param).Result()
 		if err != nil || got[param] != want {
 			t.Errorf("CONFIG GET %s = %q, %v; want %q", param, got[param], err, want)
 		}
+	}
+	if got := rc.ConfigGet(cctx, "*-timeout").Val(); got["heartbeat-timeout"] != "700ms" || got["election-timeout"] != "500ms" || got["timeout"] != "" {
+		t.Errorf("CONFIG GET *-timeout = %v", got)
+	}
+	if err := rc.ConfigSet(cctx, "heartbeat-timeout", "1s").Err(); err == nil || !strings.Contains(err.Error(), "immutable") {
+		t.Errorf("CONFIG SET heartbeat-timeout: %v", err)
+	}
+	if got := rc.ConfigGet(cctx, "clock-offset-file").Val(); len(got) != 0 {
+		t.Errorf("a test-only flag is a parameter: %v", got)
 	}
 }
 

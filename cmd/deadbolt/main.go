@@ -232,7 +232,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Shutdown:              func() { stopServing(errShutdownCommand) },
 		HTTPAddr:              *httpAddr,
 		Restore:               restore,
-		ConfigParams:          startupParams(*logLevel, *dataDir, *aclfile, *tlsCluster),
+		ConfigParams:          startupParams(fs, *logLevel, *dataDir, *aclfile, *tlsCluster),
 	})
 	if err != nil {
 		return err
