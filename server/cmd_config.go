@@ -247,6 +247,12 @@ func cmdConfig(c *conn, args [][]byte) {
 		c.adm.stat = c.srv.cmdStats.table().slot(0, c.lastCmd)
 		c.reply(resp.OK)
 	case "rewrite":
+		if c.srv.cfg.ConfigParams["config"] != "" {
+			// --config: the file is the operator's, and CONFIG SET's
+			// replicated changes live in the log, not in it.
+			c.reply(resp.Err("ERR CONFIG REWRITE is not supported: deadbolt does not write its configuration file"))
+			return
+		}
 		c.reply(resp.Err("ERR The server is running without a config file"))
 	case "help":
 		c.reply(helpReply("CONFIG", []string{

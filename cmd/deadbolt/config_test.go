@@ -99,6 +99,9 @@ heartbeat-timeout 700ms
 	if err := rc.ConfigSet(cctx, "heartbeat-timeout", "1s").Err(); err == nil || !strings.Contains(err.Error(), "immutable") {
 		t.Errorf("CONFIG SET heartbeat-timeout: %v", err)
 	}
+	if err := rc.ConfigRewrite(cctx).Err(); err == nil || !strings.Contains(err.Error(), "does not write its configuration file") {
+		t.Errorf("CONFIG REWRITE: %v", err)
+	}
 	if got := rc.ConfigGet(cctx, "clock-offset-file").Val(); len(got) != 0 {
 		t.Errorf("a test-only flag is a parameter: %v", got)
 	}
