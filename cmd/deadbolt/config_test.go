@@ -160,3 +160,40 @@ func TestProcessConfigFileError(t *testing.T) {
 		t.Fatalf("stderr %q lacks %q", stderr.String(), want)
 	}
 }
+
+// FuzzSplitArgs: any line splits without a panic, and arguments written
+// back with double quotes and escapes split to themselves.
+func FuzzSplitArgs(f *testing.F) {
+	for _, s := range []string{`a "b c" 'd\'e'`, `"\x41\n"`, `'open`, `"a"b`, "\t x \t", `"\"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		args, err := splitArgs(line)
+		if err != nil {
+			return
+		}
+		var b strings.Builder
+		for i, a := range args {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteByte('"')
+			for j := 0; j < len(a); j++ {
+				switch c := a[j]; {
+				case c == '"' || c == '\\':
+					b.WriteByte('\\')
+					b.WriteByte(c)
+				case c < 0x20 || c >= 0x7f:
+					fmt.Fprintf(&b, "\\x%02x", c)
+				default:
+					b.WriteByte(c)
+				}
+			}
+			b.WriteByte('"')
+		}
+		again, err := splitArgs(b.String())
+		if err != nil || !reflect.DeepEqual(again, args) && len(args) > 0 {
+			t.Fatalf("%q: %q, written back %q: %q, %v", line, args, b.String(), again, err)
+		}
+	})
+}
