@@ -116,6 +116,19 @@ type Config struct {
 	// on a private address.
 	HTTPAddr string
 
+	// Restore, if set, is a backup (RAFT BACKUP, deadbolt backup) a new
+	// cluster starts from: every node bootstrapped with Peers (or a lone
+	// node with a DataDir) must be given the same one, and its DataDir
+	// must be empty (or started from this same backup before: it then
+	// starts from the state it holds). It needs Raft (RaftAddr or DataDir), and not Join: a
+	// joining node gets its state from the leader.
+	Restore []byte
+
+	// ConfigParams are what CONFIG GET reports for Redis parameters set
+	// at start that the server does not apply itself (the binary's
+	// loglevel, dir, aclfile, tls-cluster).
+	ConfigParams map[string]string
+
 	network     *cluster.Network // RunClusterT's cuttable links
 	noBootstrap bool             // RunClusterT bootstraps once all nodes listen
 	segmentSize int64            // the log's segment size (tests on small file systems)
@@ -172,6 +185,10 @@ func Start(cfg Config) (*Node, error) {
 		Logger:        cfg.Logger,
 		Version:       cfg.Version,
 		Shutdown:      cfg.Shutdown,
+		ConfigParams:  cfg.ConfigParams,
+	}
+	if cfg.Restore != nil && (cfg.RaftAddr == "" && cfg.DataDir == "" || cfg.Join != "") {
+		return nil, errors.New("deadbolt: a restore needs a new cluster member: --data-dir or --raft-addr, without --join (a joining node gets its state from the leader)")
 	}
 	var backend server.Backend
 	if cfg.RaftAddr == "" && cfg.DataDir == "" {
@@ -190,6 +207,10 @@ func Start(cfg Config) (*Node, error) {
 			// A lone node with a data directory: a one-voter cluster.
 			peers = []cluster.Peer{{ID: id, RaftAddr: cfg.RaftAddr}}
 		}
+		var restore []byte
+		if len(peers) > 0 {
+			restore = cfg.Restore // RunClusterT restores once it knows the peers
+		}
 		auth, memberTLS, err := peerAuth(cfg)
 		if err != nil {
 			return nil, err
@@ -206,6 +227,7 @@ func Start(cfg Config) (*Node, error) {
 			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, MinFreeDisk: cfg.MinFreeDisk, SegmentSize: cfg.segmentSize, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget, Users: users,
 			Logger: cfg.Logger, RaftLog: cfg.RaftLog, Deliver: hub, Password: cfg.RequirePass,
 			Network: cfg.network, BeforeSync: cfg.BeforeSync, PeerAuth: auth, JoinConn: joinConn,
+			Restore: restore,
 		})
 		if err != nil {
 			return nil, err

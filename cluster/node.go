@@ -78,6 +78,10 @@ type Config struct {
 	// BeforeSync is a test hook: it runs before each sync of the log, and
 	// its error fails the sync (a stalled or failing disk).
 	BeforeSync func() error
+	// Restore, if set, is a backup (Node.Backup) the new node starts
+	// from, with Peers as the configuration (backup.go). A node whose
+	// data directory holds state refuses it.
+	Restore []byte
 }
 
 func (c *Config) defaults() {
@@ -328,6 +332,14 @@ func NewNode(cfg Config) (*Node, error) {
 		n.closeStores()
 		return nil, err
 	}
+	if cfg.Restore != nil {
+		if err := n.restoreBackup(hasState, snaps); err != nil {
+			n.transport.Close()
+			n.closeStores()
+			return nil, err
+		}
+		hasState = true
+	}
 	// Always wrapped: it also notes the followers' answers (metrics.go).
 	var trans raft.Transport = &durableTransport{NetworkTransport: n.transport, stall: cfg.DiskStall,
 		onStall: n.diskStalled, contact: n.metrics.noteContact}
@@ -411,9 +423,13 @@ func (n *Node) watchLeaders() {
 		case <-n.stop:
 			return
 		case o := <-ch:
-			n.metrics.noteLeader(o)
+			prev, changed := n.metrics.noteLeader(o)
 			if lo, ok := o.Data.(raft.LeaderObservation); ok {
 				n.timeline.noteLeader(n.cfg.ID, lo, n.raft.CurrentTerm())
+				if changed {
+					n.cfg.Logger.Info("cluster: leader changed", "id", n.cfg.ID, "leader", string(lo.LeaderID),
+						"leader_raft_addr", string(lo.LeaderAddr), "previous", string(prev), "term", n.raft.CurrentTerm())
+				}
 			}
 			n.leaderEvent()
 		}

@@ -63,7 +63,7 @@ func cmdMemberStatus(c *conn, _ [][]byte) {
 }
 
 // cmdRaft: RAFT JOIN id raftaddr | REMOVE id | MEMBERS | LEADER | TRANSFER
-// | SNAPSHOT. Membership changes run on the leader; a follower answers
+// | SNAPSHOT | BACKUP (cmd_backup.go). Membership changes run on the leader; a follower answers
 // with the leader's address.
 func cmdRaft(c *conn, args [][]byte) {
 	rn, ok := c.srv.backend.(*cluster.Node)
@@ -110,6 +110,8 @@ func cmdRaft(c *conn, args [][]byte) {
 			return
 		}
 		c.reply(resp.OK)
+	case sub == "backup" && len(args) == 2:
+		raftBackup(c, rn, args)
 	case sub == "snapshot" && len(args) == 2:
 		if err := rn.Snapshot(); err != nil {
 			c.reply(resp.Err("ERR " + err.Error()))
@@ -143,7 +145,7 @@ func cmdRaft(c *conn, args [][]byte) {
 		}
 		c.reply(resp.ArrayReply(resp.BulkString(id), resp.BulkString(addr)))
 	default:
-		c.reply(resp.Err("ERR unknown RAFT subcommand or wrong number of arguments; try RAFT JOIN id raftaddr | REMOVE id | MEMBERS | LEADER | TRANSFER | SNAPSHOT"))
+		c.reply(resp.Err("ERR unknown RAFT subcommand or wrong number of arguments; try RAFT JOIN id raftaddr | REMOVE id | MEMBERS | LEADER | TRANSFER | SNAPSHOT | BACKUP"))
 	}
 }
 
