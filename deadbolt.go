@@ -387,6 +387,8 @@ var (
 	_ server.Backend       = (*cluster.Local)(nil)
 	_ server.Backend       = (*cluster.Node)(nil)
 	_ server.Waiter        = (*cluster.Node)(nil)
+	_ server.Saver         = (*cluster.Node)(nil)
+	_ server.InMemory      = (*cluster.Local)(nil)
 	_ server.AOFWaiter     = (*cluster.Node)(nil)
 	_ server.InfoProvider  = (*cluster.Node)(nil)
 	_ server.KeyspaceStats = (*cluster.Node)(nil)

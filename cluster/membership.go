@@ -380,6 +380,16 @@ func (n *Node) TransferIfLeader() error {
 // Snapshot takes a snapshot now.
 func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
 
+// Save is SAVE and BGSAVE: a Raft snapshot of this node's state, which
+// also lets the log be compacted; nothing new since the last one is no
+// error.
+func (n *Node) Save(context.Context) error {
+	if err := n.Snapshot(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		return err
+	}
+	return nil
+}
+
 // JoinCommand asks a member to add a voter: RAFT JOIN <id> <raft address>.
 // A member that is not the leader answers "TRYAGAIN ... leader at <addr>".
 const leaderAtPrefix = "TRYAGAIN not the leader; leader at "

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"github.com/deadbolt/deadbolt/acl"
 	"math"
 	"strconv"
@@ -215,7 +216,25 @@ func cmdLastSave(c *conn, _ [][]byte) { c.reply(resp.IntReply(c.srv.adm.lastSave
 
 // save asks the backend for a snapshot, if it can take one; an in-memory
 // node has nothing to write.
+// InMemory is implemented by a backend that keeps nothing on disk (a
+// single node without --data-dir): SAVE and BGSAVE say that nothing is
+// saved instead of pretending.
+type InMemory interface {
+	InMemory() bool
+}
+
+// errNothingSaved is SAVE's and BGSAVE's answer on a node without a disk.
+var errNothingSaved = errors.New("this node keeps its data in memory only (started without --data-dir): nothing is saved, and a restart starts empty")
+
+func (s *Server) inMemory() bool {
+	m, ok := s.backend.(InMemory)
+	return ok && m.InMemory()
+}
+
 func (s *Server) save() error {
+	if s.inMemory() {
+		return errNothingSaved
+	}
 	if sv, ok := s.backend.(Saver); ok {
 		ctx, cancel := context.WithTimeout(s.adm.ctx, s.cfg.CommandTimeout)
 		defer cancel()
@@ -242,6 +261,10 @@ func cmdBgSave(c *conn, args [][]byte) {
 		return
 	}
 	s := c.srv
+	if s.inMemory() {
+		c.reply(resp.Err(errorText(errNothingSaved)))
+		return
+	}
 	go func() {
 		if err := s.save(); err != nil {
 			s.cfg.Logger.Warn("server: BGSAVE failed", "err", err)
