@@ -29,7 +29,7 @@ deps: ## install what the tests need (redis-server, redis-cli, openssl) when mis
 
 test: test-go compat chaos ## everything CI runs: Go tests under -race, the client matrix, a 2-minute chaos run
 
-test-go: deps build ## install missing test dependencies, vet, then run every Go test under -race
+test-go: deps compat-deps build ## install missing test dependencies, vet, then run every Go test under -race
 	$(GO) vet $(PKGS)
 	cd $(PINNED) && $(GO) vet ./...
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt: files above need formatting" && exit 1)
