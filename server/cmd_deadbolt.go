@@ -16,7 +16,7 @@ import (
 // read-indexed in a cluster, like GET), to which this node adds the
 // waiters subscribed here and on the other members.
 func init() {
-	registerConn(connSpec{name: "deadbolt", arity: -2, flags: mayBlock, fn: cmdDeadbolt})
+	registerConn(connSpec{name: "deadbolt", arity: -2, flags: mayBlock | noMulti, fn: cmdDeadbolt}) // a read of the whole keyspace: not at a place in a transaction
 }
 
 var deadboltHelp = []string{
