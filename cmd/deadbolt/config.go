@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/deadbolt/deadbolt/resp"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -103,94 +104,17 @@ func isBoolFlag(f *flag.Flag) bool {
 }
 
 // splitArgs splits a line into arguments as redis-server reads its
-// configuration file.
+// configuration file (sdssplitargs, as for inline requests).
 func splitArgs(line string) ([]string, error) {
-	var out []string
-	i := 0
-	for {
-		for i < len(line) && isSpace(line[i]) {
-			i++
-		}
-		if i == len(line) {
-			return out, nil
-		}
-		var cur []byte
-		switch line[i] {
-		case '"':
-			i++
-			for {
-				if i == len(line) {
-					return nil, errors.New("unbalanced quotes")
-				}
-				c := line[i]
-				if c == '"' {
-					i++
-					break
-				}
-				if c == '\\' && i+1 < len(line) {
-					i++
-					switch e := line[i]; e {
-					case 'n':
-						cur = append(cur, '\n')
-					case 'r':
-						cur = append(cur, '\r')
-					case 't':
-						cur = append(cur, '\t')
-					case 'b':
-						cur = append(cur, '\b')
-					case 'a':
-						cur = append(cur, '\a')
-					case 'x':
-						if i+2 < len(line) {
-							if b, err := strconv.ParseUint(line[i+1:i+3], 16, 8); err == nil {
-								cur = append(cur, byte(b))
-								i += 3
-								continue
-							}
-						}
-						cur = append(cur, 'x')
-					default:
-						cur = append(cur, e)
-					}
-					i++
-					continue
-				}
-				cur = append(cur, c)
-				i++
-			}
-			if i < len(line) && !isSpace(line[i]) {
-				return nil, errors.New("a closing quote must be followed by a space")
-			}
-		case '\'':
-			i++
-			for {
-				if i == len(line) {
-					return nil, errors.New("unbalanced quotes")
-				}
-				c := line[i]
-				if c == '\'' {
-					i++
-					break
-				}
-				if c == '\\' && i+1 < len(line) && line[i+1] == '\'' {
-					cur = append(cur, '\'')
-					i += 2
-					continue
-				}
-				cur = append(cur, c)
-				i++
-			}
-			if i < len(line) && !isSpace(line[i]) {
-				return nil, errors.New("a closing quote must be followed by a space")
-			}
-		default:
-			for i < len(line) && !isSpace(line[i]) {
-				cur = append(cur, line[i])
-				i++
-			}
-		}
-		out = append(out, string(cur))
+	args, ok := resp.SplitInline([]byte(line))
+	if !ok {
+		return nil, errors.New("unbalanced quotes, or a closing quote not followed by a space")
 	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = string(a)
+	}
+	return out, nil
 }
 
 func isSpace(c byte) bool {

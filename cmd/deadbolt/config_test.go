@@ -25,14 +25,14 @@ func TestSplitArgs(t *testing.T) {
 		{`tls-protocols 'TLSv1.2 TLSv1.3'`, []string{"tls-protocols", "TLSv1.2 TLSv1.3"}},
 		{`requirepass 'it\'s'`, []string{"requirepass", "it's"}},
 		{`requirepass ""`, []string{"requirepass", ""}},
-		{`x a"b`, []string{"x", `a"b`}}, // a quote inside a word is a character
+		{`x a"b c"`, []string{"x", "ab c"}}, // a quote inside a word opens a quoted part, as in sdssplitargs
 	} {
 		got, err := splitArgs(c.line)
 		if err != nil || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("splitArgs(%q) = %q, %v; want %q", c.line, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{`requirepass "open`, `requirepass 'open`, `requirepass "a"b`, `requirepass 'a'b`} {
+	for _, bad := range []string{`requirepass "open`, `requirepass 'open`, `requirepass "a"b`, `requirepass 'a'b`, `x a"b`} {
 		if got, err := splitArgs(bad); err == nil {
 			t.Errorf("splitArgs(%q) = %q, want an error", bad, got)
 		}
