@@ -117,10 +117,6 @@ func splitArgs(line string) ([]string, error) {
 	return out, nil
 }
 
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'
-}
-
 // choice is a flag whose value is one of a fixed set, checked when it is
 // set (so that a configuration file's bad value names its line).
 type choice struct {
