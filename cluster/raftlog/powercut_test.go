@@ -60,6 +60,9 @@ func (m *diskModel) powerCut(t *testing.T, dir string) string {
 	m.mu.Unlock()
 	out := t.TempDir()
 	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if os.IsNotExist(err) {
+			return nil // renamed away meanwhile (the reserve, made in the background)
+		}
 		if err != nil || info.IsDir() {
 			return err
 		}
@@ -69,6 +72,9 @@ func (m *diskModel) powerCut(t *testing.T, dir string) string {
 			return err
 		}
 		b, err := os.ReadFile(path)
+		if os.IsNotExist(err) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
