@@ -287,6 +287,7 @@ func TestStoreSegmentsMustFollow(t *testing.T) {
 	s := open(t, dir, 600)
 	appendChunks(t, s, 1, 60, 1)
 	s.Close()
+	unmark(t, dir) // a crash: the synced mark had not been raised
 	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
 	slices.Sort(segs)
 	if len(segs) < 3 {
@@ -600,6 +601,7 @@ func TestStoreDamageBeforeLaterAppendFails(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.Close()
+			unmark(t, dir) // a crash: the synced mark had not been raised
 			seg := filepath.Join(dir, fmt.Sprintf("%020d.seg", 1))
 			b, _ := os.ReadFile(seg)
 			off := int64(headerSize)
@@ -634,6 +636,7 @@ func TestStoreCompactionLeftoversInAnyOrder(t *testing.T) {
 	s := open(t, dir, 600)
 	appendChunks(t, s, 1, 60, 1)
 	s.Close()
+	unmark(t, dir) // a crash: the synced mark had not been raised
 	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
 	slices.Sort(segs)
 	if len(segs) < 4 {
