@@ -78,6 +78,10 @@ type Config struct {
 	// BeforeSync is a test hook: it runs before each sync of the log, and
 	// its error fails the sync (a stalled or failing disk).
 	BeforeSync func() error
+	// OnDiskFailure, if set, is called once, after the node has stopped,
+	// when a write or fdatasync of its log failed (diskfail.go). The
+	// deadbolt binary exits.
+	OnDiskFailure func(error)
 }
 
 func (c *Config) defaults() {
@@ -248,9 +252,9 @@ func NewNode(cfg Config) (*Node, error) {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, err
 		}
-		store, st, closer, err := openLogStore(cfg.DataDir, rc.Logger, raftlog.Options{BeforeSync: cfg.BeforeSync, SegmentSize: cfg.SegmentSize})
+		store, st, closer, err := openLogStore(cfg.DataDir, rc.Logger, raftlog.Options{BeforeSync: cfg.BeforeSync, SegmentSize: cfg.SegmentSize, OnFailure: n.diskFailed})
 		if err != nil {
-			return nil, err
+			return nil, storeError(err, cfg.ID, cfg.DataDir)
 		}
 		n.closers = append(n.closers, closer)
 		stable = st
@@ -278,6 +282,14 @@ func NewNode(cfg Config) (*Node, error) {
 			log = rl
 		}
 		n.disk = newDiskWatch(cfg.DataDir, max(cfg.MinFreeDisk, 0), log)
+		var floor func() uint64
+		if rl, ok := store.(*raftlog.Store); ok {
+			floor = rl.Floor
+		}
+		if err := checkData(cfg.DataDir, cfg.ID, store, floor, rc.Logger); err != nil {
+			n.closeStores()
+			return nil, err
+		}
 		snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, rc.Logger)
 		if err != nil {
 			n.closeStores()

@@ -56,6 +56,13 @@ func openStable(path string) (*stable, error) {
 	case err != nil:
 		return nil, err
 	}
+	if len(b) == 2*stableSlot {
+		for i := range 2 {
+			if err := newerFormat(path, b[i*stableSlot:], stableMagic); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if len(b) == 2*stableSlot && (isSlot(b[:stableSlot]) || isSlot(b[stableSlot:])) {
 		if err := st.load(b); err != nil {
 			return nil, err

@@ -341,6 +341,10 @@ func (s *Store) openSegment(base uint64, isLast bool) (*segment, error) {
 	}
 	seg := &segment{base: base, f: f, size: headerSize, cap: int64(len(data))}
 	if len(data) < headerSize || [8]byte(data[:8]) != segMagic || binary.LittleEndian.Uint64(data[8:16]) != base {
+		if err := newerFormat(path, data, segMagic); err != nil {
+			f.Close()
+			return nil, err
+		}
 		if !isLast || !allZero(data[:min(len(data), headerSize)]) {
 			return fail("bad header")
 		}
