@@ -122,6 +122,9 @@ func checkData(dataDir, id string, logs raft.LogStore, floor func() uint64, logg
 			continue // raft removes its temporary snapshots itself
 		}
 		si := checkSnapshot(filepath.Join(root, e.Name()))
+		if errors.Is(si.err, fsm.ErrSnapshotNewer) {
+			return fmt.Errorf("cluster: %v: start the node with the newer build that wrote it", si.err)
+		}
 		if si.err != nil {
 			bad = append(bad, si)
 		} else {

@@ -252,6 +252,10 @@ func NewNode(cfg Config) (*Node, error) {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, err
 		}
+		writeID, err := checkIdentity(cfg.DataDir, cfg.ID) // identity.go
+		if err != nil {
+			return nil, err
+		}
 		store, st, closer, err := openLogStore(cfg.DataDir, rc.Logger, raftlog.Options{BeforeSync: cfg.BeforeSync, SegmentSize: cfg.SegmentSize, OnFailure: n.diskFailed})
 		if err != nil {
 			return nil, storeError(err, cfg.ID, cfg.DataDir)
@@ -294,6 +298,12 @@ func NewNode(cfg Config) (*Node, error) {
 		if err != nil {
 			n.closeStores()
 			return nil, fmt.Errorf("cluster: open snapshot store: %w", err)
+		}
+		if writeID {
+			if err := writeIdentity(cfg.DataDir, cfg.ID); err != nil {
+				n.closeStores()
+				return nil, err
+			}
 		}
 	}
 	if last, err := logs.LastIndex(); err == nil {
