@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/deadbolt/deadbolt/cluster/raftlog"
 	"github.com/deadbolt/deadbolt/resp"
 )
@@ -188,6 +190,8 @@ func TestDamagedFilesOnRestart(t *testing.T) {
 	type outcome struct {
 		refuse string // a start error naming this (a path under the data dir); "" = start and converge
 		target error  // the start error wraps it, if set
+		moved  int    // snapshots moved aside
+		caught bool   // the log lost synced entries: cut, and caught up
 	}
 	for _, tc := range []struct {
 		name  string
@@ -204,29 +208,29 @@ func TestDamagedFilesOnRestart(t *testing.T) {
 		{"stable emptied", 0, 0, func(t *testing.T, dc *diskCluster, f int) outcome {
 			p := filepath.Join(dc.logDir(f), "stable")
 			os.Truncate(p, 0)
-			return outcome{refuse: p, target: raftlog.ErrLost}
+			return outcome{refuse: p} // deadbolt.id shows the directory held state
 		}},
 		{"stable removed", 0, 0, func(t *testing.T, dc *diskCluster, f int) outcome {
 			p := filepath.Join(dc.logDir(f), "stable")
 			os.Remove(p)
-			return outcome{refuse: p, target: raftlog.ErrLost}
+			return outcome{refuse: p}
 		}},
 		{"last segment truncated", 0, 0, func(t *testing.T, dc *diskCluster, f int) outcome {
 			segs := segments(t, dc.logDir(f))
 			p := segs[len(segs)-1]
 			os.Truncate(p, lastRecordEnd(t, p)-7)
-			return outcome{refuse: p, target: raftlog.ErrLost}
+			return outcome{caught: true}
 		}},
 		{"last record flipped", 0, 0, func(t *testing.T, dc *diskCluster, f int) outcome {
 			segs := segments(t, dc.logDir(f))
 			p := segs[len(segs)-1]
 			flipByte(t, p, lastRecordEnd(t, p)-3)
-			return outcome{refuse: p, target: raftlog.ErrLost}
+			return outcome{caught: true}
 		}},
 		{"last segment removed", 0, 0, func(t *testing.T, dc *diskCluster, f int) outcome {
 			segs := segments(t, dc.logDir(f))
 			os.Remove(segs[len(segs)-1])
-			return outcome{refuse: dc.logDir(f), target: raftlog.ErrLost}
+			return outcome{caught: true}
 		}},
 		{"earlier segment flipped", 0, 0, func(t *testing.T, dc *diskCluster, f int) outcome {
 			segs := segments(t, dc.logDir(f))
@@ -241,7 +245,7 @@ func TestDamagedFilesOnRestart(t *testing.T) {
 		{"newest snapshot's state flipped, log reaches the older", 2, 100000, func(t *testing.T, dc *diskCluster, f int) outcome {
 			s := dc.snapshotDirs(t, f)
 			flipByte(t, filepath.Join(s[len(s)-1], "state.bin"), 20)
-			return outcome{}
+			return outcome{moved: 1}
 		}},
 		{"newest snapshot's meta index changed, log reaches the older", 2, 100000, func(t *testing.T, dc *diskCluster, f int) outcome {
 			s := dc.snapshotDirs(t, f)
@@ -252,7 +256,7 @@ func TestDamagedFilesOnRestart(t *testing.T) {
 			m["Index"] = m["Index"].(float64) + 5 // still valid JSON: raft would trust it
 			b, _ = json.Marshal(m)
 			os.WriteFile(p, b, 0o644)
-			return outcome{}
+			return outcome{moved: 1}
 		}},
 		{"newest snapshot's state truncated, log compacted past the older", 2, 10, func(t *testing.T, dc *diskCluster, f int) outcome {
 			s := dc.snapshotDirs(t, f)
@@ -310,13 +314,19 @@ func TestDamagedFilesOnRestart(t *testing.T) {
 			if err != nil {
 				t.Fatalf("start: %v", err)
 			}
+			if (n.catchUp != nil) != want.caught {
+				t.Fatalf("catching up: %v, want %v", n.catchUp != nil, want.caught)
+			}
 			dc.write(t, "c", 3, 10)
 			dc.converged()
+			if want.caught && n.catchUp.active() {
+				t.Fatal("converged, but still catching up")
+			}
 			if v, ok := get(n, "b4"); !ok || v != "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv" {
 				t.Fatalf("b4 on the repaired node: %q %v", v, ok)
 			}
-			if moved, _ := os.ReadDir(filepath.Join(dc.dir(f), damagedSnapDir)); len(moved) != 1 {
-				t.Fatalf("%d snapshots moved aside, want 1", len(moved))
+			if moved, _ := os.ReadDir(filepath.Join(dc.dir(f), damagedSnapDir)); len(moved) != want.moved {
+				t.Fatalf("%d snapshots moved aside, want %d", len(moved), want.moved)
 			}
 		})
 	}
@@ -362,20 +372,45 @@ func TestMajorityLostLogSuffix(t *testing.T) {
 			var started []*Node
 			for _, i := range damaged {
 				n, err := dc.start(i)
-				if !clearMark {
-					if err == nil || !errors.Is(err, raftlog.ErrLost) {
-						t.Fatalf("a node that lost acknowledged entries started: %v", err)
-					}
-					t.Logf("refused: %v", err)
-					continue
-				}
 				if err != nil {
 					t.Fatalf("start: %v", err)
+				}
+				if (n.catchUp != nil) == clearMark {
+					t.Fatalf("catching up: %v, with the mark cleared: %v", n.catchUp != nil, clearMark)
 				}
 				started = append(started, n)
 			}
 			if !clearMark {
-				return // no quorum can form: nothing is served, nothing lost
+				// The two know they lost entries: neither votes for the
+				// other, so no leader for several election timeouts, and
+				// nothing is served.
+				for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+					for _, n := range started {
+						if n.IsLeader() || n.raft.State() == raft.Leader {
+							t.Fatalf("%s leads with a log that lost acknowledged entries", n.ID())
+						}
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				// The node that has them comes back: it is elected, the
+				// two catch up, and every acknowledged write is there.
+				if _, err := dc.start(li); err != nil {
+					t.Fatal(err)
+				}
+				if got := dc.leader(-1); got != li {
+					t.Fatalf("%s leads, want %s", dc.ids[got], dc.ids[li])
+				}
+				dc.write(t, "after", 2, 10)
+				dc.converged()
+				for _, n := range started {
+					if _, ok := get(n, "late11"); !ok {
+						t.Fatalf("%s lacks late11 after catching up", n.ID())
+					}
+					if n.catchUp.active() {
+						t.Fatalf("%s still catching up", n.ID())
+					}
+				}
+				return
 			}
 			// Without the mark: the two elect one of themselves, and the
 			// write the cluster acknowledged is gone.
@@ -477,4 +512,19 @@ func TestDiskFailureStopsNode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A sole voter that lost entries it synced has nobody to catch up from:
+// it refuses to start rather than serve without them.
+func TestSoleVoterLostEntries(t *testing.T) {
+	dc := startDiskCluster(t, 1, func(i int, cfg *Config) { cfg.SegmentSize = 32 << 10 })
+	dc.write(t, "a", 40, 1000)
+	dc.stop(0)
+	segs := segments(t, dc.logDir(0))
+	os.Remove(segs[len(segs)-1])
+	_, err := dc.start(0)
+	if err == nil || !errors.Is(err, raftlog.ErrLost) || !strings.Contains(err.Error(), "only voter") || !strings.Contains(err.Error(), dc.logDir(0)) {
+		t.Fatalf("start: %v", err)
+	}
+	t.Logf("refused: %v", err)
 }

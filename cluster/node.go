@@ -159,6 +159,7 @@ type Node struct {
 	memberServe atomic.Pointer[func(net.Conn)]
 	stallWarned atomic.Int64   // when diskStalled last logged, Unix ns
 	logStore    *raftlog.Store // nil with the log in memory
+	catchUp     *catchUp       // the log lost synced entries (catchup.go); nil if not
 	metrics     nodeMetrics    // metrics.go
 	// lastHandOver: when handOverForSpace last asked the others, on
 	// leaderDuties' goroutine only.
@@ -256,7 +257,7 @@ func NewNode(cfg Config) (*Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		store, st, closer, err := openLogStore(cfg.DataDir, rc.Logger, raftlog.Options{BeforeSync: cfg.BeforeSync, SegmentSize: cfg.SegmentSize, OnFailure: n.diskFailed})
+		store, st, closer, err := openLogStore(cfg.DataDir, rc.Logger, raftlog.Options{BeforeSync: cfg.BeforeSync, SegmentSize: cfg.SegmentSize, OnFailure: n.diskFailed, RepairLost: true})
 		if err != nil {
 			return nil, storeError(err, cfg.ID, cfg.DataDir)
 		}
@@ -280,6 +281,9 @@ func NewNode(cfg Config) (*Node, error) {
 			n.logStore = rl
 			n.fsm.durable = rl
 			logs = heldLogs{cache, rl, failed}
+			if lost := rl.Lost(); lost != nil {
+				n.startCatchUp(rl, lost) // catchup.go
+			}
 		}
 		var log reserver
 		if rl, ok := store.(*raftlog.Store); ok {
@@ -355,6 +359,11 @@ func NewNode(cfg Config) (*Node, error) {
 	if n.durable != nil {
 		trans.(*durableTransport).d = n.durable
 	}
+	if n.catchUp != nil {
+		dt := trans.(*durableTransport)
+		dt.catchUp, dt.filtered = n.catchUp, make(chan raft.RPC)
+		go n.catchUp.filter(n.transport.Consumer(), dt.filtered, n.stop)
+	}
 	n.raft, err = raft.NewRaft(rc, n.fsm, logs, stable, snaps, trans)
 	if err != nil {
 		n.transport.Close()
@@ -362,6 +371,10 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	n.raftRef.Store(n.raft)
+	if err := n.soleVoterLost(); err != nil {
+		n.Close()
+		return nil, err
+	}
 	n.prop = newProposer(n.raft.Apply, cfg.CommandTimeout, batchInflight, n.stop)
 	if n.disk != nil {
 		n.prop.noSpace = n.disk.noSpace

@@ -64,6 +64,11 @@ type Options struct {
 	// OnFailure, if set, is called once, on a goroutine of its own, when
 	// a write or sync fails the store for good (failure.go).
 	OnFailure func(error)
+	// RepairLost: a log that lost synced entries at its end opens cut at
+	// the first damaged record instead of failing with ErrLost; Lost then
+	// says so, and the caller must not let the node vote until it has
+	// caught up past SyncedMark (repair.go).
+	RepairLost bool
 }
 
 // Store is a raft.LogStore and raft.StableStore kept in one directory. Its
@@ -73,7 +78,11 @@ type Store struct {
 	segSize    int64
 	beforeSync func() error
 	onFailure  func(error)
-	mark       marker // the synced mark (synced.go)
+	repairLost bool  // Options.RepairLost
+	lost       error // what opening repaired (repair.go)
+	// The log's end and the synced mark as opened (repair.go).
+	openEnd, openMark uint64
+	mark              marker // the synced mark (synced.go)
 
 	wmu sync.Mutex // held by StoreLogs and DeleteRange for their whole run
 	buf []byte     // encoding buffer, under wmu
@@ -135,7 +144,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, segSize: opts.SegmentSize, beforeSync: opts.BeforeSync, onFailure: opts.OnFailure, quit: make(chan struct{})}
+	s := &Store{dir: dir, segSize: opts.SegmentSize, beforeSync: opts.BeforeSync, onFailure: opts.OnFailure, repairLost: opts.RepairLost, quit: make(chan struct{})}
 	s.def.cond = sync.NewCond(&s.def.mu)
 	if s.segSize <= 0 {
 		s.segSize = DefaultSegmentSize
@@ -155,7 +164,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.stable.close()
 		return nil, err
 	}
-	if err := s.checkMark(); err != nil {
+	if err := s.checkMark(); err != nil && !s.repairLost {
 		s.closeSegs(s.segs)
 		s.stable.close()
 		return nil, err
@@ -273,8 +282,12 @@ func (s *Store) load() error {
 			// Created, but its first append never completed.
 			seg.f.Close()
 			if base <= s.mark.mark {
-				s.closeSegs(segs)
-				return fmt.Errorf("%w: %s: no valid header, but it held index %d, which was synced", ErrLost, s.segPath(base), base)
+				lost := fmt.Errorf("%w: %s: no valid header, but it held index %d, which was synced", ErrLost, s.segPath(base), base)
+				if !s.repairLost {
+					s.closeSegs(segs)
+					return lost
+				}
+				s.noteLost(lost) // repair.go: dropped, caught up later
 			}
 			if err := os.Remove(s.segPath(base)); err != nil {
 				s.closeSegs(segs)
@@ -370,13 +383,26 @@ func (s *Store) openSegment(base uint64, isLast bool) (*segment, error) {
 			}
 			if want := base + uint64(len(seg.offs)); want <= s.mark.mark {
 				// Synced: not the torn tail of an append.
-				f.Close()
-				return nil, fmt.Errorf("%w: %s: offset %d: %v, in index %d, which was synced", ErrLost, path, off, err, want)
-			}
-			if p, ok := laterAppend(data, off, base+uint64(len(seg.offs))); ok {
+				lost := fmt.Errorf("%w: %s: offset %d: %v, in index %d, which was synced", ErrLost, path, off, err, want)
+				if !s.repairLost {
+					f.Close()
+					return nil, lost
+				}
+				s.noteLost(lost) // repair.go: cut here, caught up later
+			} else if p, ok := laterAppend(data, off, base+uint64(len(seg.offs))); ok {
 				// Not a torn tail: an append that came after this
 				// record's own finished, so this one was acknowledged.
-				return fail("offset %d: %v, before a later append's record at %d", off, err, p)
+				if !s.repairLost {
+					return fail("offset %d: %v, before a later append's record at %d", off, err, p)
+				}
+				// Cut here too, and the mark raised first to the later
+				// record, so that the node catches up past it.
+				later := binary.LittleEndian.Uint64(data[p+recordHead:])
+				if err := s.raiseMarkTo(later); err != nil {
+					f.Close()
+					return nil, err
+				}
+				s.noteLost(fmt.Errorf("%w: %s: offset %d: %v, before a later append's record (index %d) at %d", ErrLost, path, off, err, later, p))
 			}
 			break // the torn tail of an append, zeroed below
 		}

@@ -102,6 +102,7 @@ func (s *Store) checkMark() error {
 	if s.metaFirst > 0 {
 		end = max(end, s.metaFirst-1)
 	}
+	s.openEnd, s.openMark = end, s.mark.mark
 	if end >= s.mark.mark {
 		return nil
 	}

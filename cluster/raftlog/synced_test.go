@@ -282,3 +282,113 @@ func TestFailedSyncIsSticky(t *testing.T) {
 		})
 	}
 }
+
+// With RepairLost the same damage opens, cut at the damage, and says what
+// was lost and how far the node must catch up; damage elsewhere still
+// fails.
+func TestRepairLost(t *testing.T) {
+	const segSize = 2048
+	setup := func(t *testing.T) string {
+		dir := t.TempDir()
+		s := open(t, dir, segSize)
+		appendChunks(t, s, 1, 60, 1)
+		s.Close()
+		return dir
+	}
+	repairOpen := func(t *testing.T, dir string) (*Store, error) {
+		s, err := Open(dir, Options{SegmentSize: segSize, RepairLost: true})
+		if err == nil {
+			t.Cleanup(func() { s.Close() })
+		}
+		return s, err
+	}
+	t.Run("last record flipped", func(t *testing.T) {
+		dir := setup(t)
+		segs := segFiles(t, dir)
+		p := segs[len(segs)-1]
+		b, _ := os.ReadFile(p)
+		end := len(b)
+		for end > 0 && b[end-1] == 0 {
+			end--
+		}
+		b[end-3] ^= 0x20
+		os.WriteFile(p, b, 0o644)
+		s, err := repairOpen(t, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, _ := s.LastIndex()
+		if lost := s.Lost(); !errors.Is(lost, ErrLost) || !strings.Contains(lost.Error(), p) || last != 59 || s.SyncedMark() != 60 {
+			t.Fatalf("lost %v, last %d, mark %d", lost, last, s.SyncedMark())
+		}
+		// Caught up: appends past the mark, and the next open is clean.
+		if err := s.StoreLogs(entries(60, 61, 2)); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		s, err = repairOpen(t, dir)
+		if err != nil || s.Lost() != nil {
+			t.Fatalf("reopen after catching up: %v, lost %v", err, s.Lost())
+		}
+	})
+	t.Run("segments removed", func(t *testing.T) {
+		dir := setup(t)
+		segs := segFiles(t, dir)
+		os.Remove(segs[len(segs)-1])
+		os.Remove(segs[len(segs)-2])
+		s, err := repairOpen(t, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, _ := s.LastIndex()
+		if lost := s.Lost(); !errors.Is(lost, ErrLost) || last >= 60 || s.SyncedMark() != 60 {
+			t.Fatalf("lost %v, last %d, mark %d", lost, last, s.SyncedMark())
+		}
+	})
+	t.Run("an earlier segment flipped", func(t *testing.T) {
+		dir := setup(t)
+		segs := segFiles(t, dir)
+		b, _ := os.ReadFile(segs[0])
+		b[headerSize+recordHead+20] ^= 0xff
+		os.WriteFile(segs[0], b, 0o644)
+		if _, err := repairOpen(t, dir); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("open: %v, want ErrCorrupt", err)
+		}
+	})
+	t.Run("damage before a later append, mark not raised yet", func(t *testing.T) {
+		dir := t.TempDir()
+		s := open(t, dir, 1<<20)
+		for i := uint64(1); i <= 20; i++ {
+			if err := s.StoreLog(entry(i, 1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.Close()
+		unmark(t, dir)
+		seg := filepath.Join(dir, fmt.Sprintf("%020d.seg", 1))
+		b, _ := os.ReadFile(seg)
+		off := int64(headerSize)
+		for i := uint64(1); i < 10; i++ {
+			off += int64(len(appendRecord(nil, entry(i, 1), 1)))
+		}
+		b[off+recordHead+40] ^= 0x55
+		os.WriteFile(seg, b, 0o644)
+		s, err := Open(dir, Options{SegmentSize: 1 << 20, RepairLost: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		last, _ := s.LastIndex()
+		// Cut at 10; the mark raised to the later append's record (11)
+		// before the cut, so the node knows it must catch up past it.
+		if lost := s.Lost(); !errors.Is(lost, ErrLost) || last != 9 || s.SyncedMark() != 11 {
+			t.Fatalf("lost %v, last %d, mark %d", lost, last, s.SyncedMark())
+		}
+	})
+	t.Run("nothing lost", func(t *testing.T) {
+		s, err := repairOpen(t, setup(t))
+		if err != nil || s.Lost() != nil {
+			t.Fatalf("open: %v, lost %v", err, s.Lost())
+		}
+	})
+}
