@@ -21,10 +21,10 @@ import (
 // reaches the synced mark:
 //   - a RequestVote or RequestPreVote is refused here, before raft sees
 //     it, unless the candidate's log is at least as up to date as the one
-//     the node had: its last index at least the mark, and its last term
-//     at least the node's current term when it opened (the lost entries'
-//     terms were no higher). So a cluster whose majority lost entries
-//     still elects a node that has them, and never one that has not;
+//     the node had synced (raft's own rule, applied to the synced mark and
+//     the term of its entry, which the mark records). So a cluster whose
+//     majority lost entries still elects a node that has them, and never
+//     one that has not;
 //   - TimeoutNow (a leadership transfer to this node) is refused;
 //   - its own RequestVote and RequestPreVote are not sent: with pre-vote
 //     its term does not move, so it does not disturb the leader.
@@ -61,9 +61,17 @@ func (c *catchUp) active() bool {
 }
 
 // grantable reports whether a candidate with this log may have the node's
-// vote considered by raft while it catches up.
+// vote considered by raft while it catches up: its log is at least as up
+// to date as the one the node had synced (raft's rule, against the synced
+// mark and the term of its entry). With that term unknown, the candidate
+// must reach the mark and have a last term no lower than the node's
+// current term when it opened (no lost entry had a higher one).
 func (c *catchUp) grantable(lastIndex, lastTerm uint64) bool {
-	return lastIndex >= c.store.SyncedMark() && lastTerm >= c.term
+	mark, term := c.store.SyncedMarkAt()
+	if term == 0 {
+		return lastIndex >= mark && lastTerm >= c.term
+	}
+	return lastTerm > term || lastTerm == term && lastIndex >= mark
 }
 
 func (c *catchUp) currentTerm() uint64 {

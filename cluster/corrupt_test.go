@@ -441,7 +441,7 @@ func unmarkNode(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatalf("open to clear the mark: %v", err)
 	}
-	if err := s.Set([]byte("deadbolt.synced"), make([]byte, 8)); err != nil {
+	if err := s.Set([]byte("deadbolt.synced"), make([]byte, 16)); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

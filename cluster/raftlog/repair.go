@@ -33,15 +33,22 @@ func (s *Store) Lost() error {
 
 // SyncedMark is the highest index the log has held synced, as recorded.
 func (s *Store) SyncedMark() uint64 {
-	s.mark.mu.Lock()
-	defer s.mark.mu.Unlock()
-	return s.mark.mark
+	m, _ := s.SyncedMarkAt()
+	return m
 }
 
-// raiseMarkTo raises the mark to at least index (while opening).
-func (s *Store) raiseMarkTo(index uint64) error {
+// SyncedMarkAt is SyncedMark and the term of the entry there (0 if not
+// known: a mark lowered below what the log holds).
+func (s *Store) SyncedMarkAt() (index, term uint64) {
+	s.mark.mu.Lock()
+	defer s.mark.mu.Unlock()
+	return s.mark.mark, s.mark.term
+}
+
+// raiseMarkTo raises the mark to at least index, of term (while opening).
+func (s *Store) raiseMarkTo(index, term uint64) error {
 	if index <= s.mark.mark {
 		return nil
 	}
-	return s.setMark(index)
+	return s.setMark(index, term)
 }

@@ -398,7 +398,7 @@ func (s *Store) openSegment(base uint64, isLast bool) (*segment, error) {
 				// Cut here too, and the mark raised first to the later
 				// record, so that the node catches up past it.
 				later := binary.LittleEndian.Uint64(data[p+recordHead:])
-				if err := s.raiseMarkTo(later); err != nil {
+				if err := s.raiseMarkTo(later, binary.LittleEndian.Uint64(data[p+recordHead+8:])); err != nil {
 					f.Close()
 					return nil, err
 				}
@@ -890,7 +890,7 @@ func (s *Store) deleteRange(min, max uint64) (dead []string, err error) {
 		s.mark.mu.Lock()
 		defer s.mark.mu.Unlock()
 		if s.mark.mark > min-1 {
-			if err := s.setMark(min - 1); err != nil {
+			if err := s.setMark(min-1, s.termAt(min-1)); err != nil {
 				return nil, err
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // Damage that raft cannot see. A log that lost its last entries (a
@@ -48,6 +50,7 @@ var markEvery = time.Second
 type marker struct {
 	mu   sync.Mutex
 	mark uint64 // as recorded in the stable store
+	term uint64 // the term of the entry at mark; 0 if unknown
 	stop chan struct{}
 	done chan struct{}
 }
@@ -89,10 +92,11 @@ func (s *Store) loadMark() error {
 	if !ok {
 		return nil
 	}
-	if len(v) != 8 {
-		return fmt.Errorf("%w: %s: the synced mark is not a uint64", ErrCorrupt, s.stable.path)
+	if len(v) != 16 {
+		return fmt.Errorf("%w: %s: the synced mark is not two uint64", ErrCorrupt, s.stable.path)
 	}
 	s.mark.mark = binary.BigEndian.Uint64(v)
+	s.mark.term = binary.BigEndian.Uint64(v[8:])
 	return nil
 }
 
@@ -110,13 +114,24 @@ func (s *Store) checkMark() error {
 		ErrLost, s.dir, end, s.mark.mark, s.stable.path)
 }
 
-// setMark records mark in the stable store. The caller holds s.mark.mu.
-func (s *Store) setMark(mark uint64) error {
-	if err := s.stable.set(syncedKey, binary.BigEndian.AppendUint64(nil, mark)); err != nil {
+// setMark records mark, and the term of its entry (0: unknown), in the
+// stable store. The caller holds s.mark.mu.
+func (s *Store) setMark(mark, term uint64) error {
+	v := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, mark), term)
+	if err := s.stable.set(syncedKey, v); err != nil {
 		return err
 	}
-	s.mark.mark = mark
+	s.mark.mark, s.mark.term = mark, term
 	return nil
+}
+
+// termAt is the term of the entry at index, 0 if the log does not hold it.
+func (s *Store) termAt(index uint64) uint64 {
+	var l raft.Log
+	if index == 0 || s.GetLog(index, &l) != nil {
+		return 0
+	}
+	return l.Term
 }
 
 // lowerMark lowers the synced mark to end before the log gives up the
@@ -127,7 +142,7 @@ func (s *Store) lowerMark(end uint64) error {
 	if s.mark.mark <= end {
 		return nil
 	}
-	return s.setMark(end)
+	return s.setMark(end, s.termAt(end))
 }
 
 // raiseMark raises the synced mark to what the store knows synced.
@@ -140,7 +155,11 @@ func (s *Store) raiseMark() error {
 	if durable <= s.mark.mark {
 		return nil
 	}
-	return s.setMark(durable)
+	term := s.termAt(durable)
+	if term == 0 {
+		return nil // not held now (compacted meanwhile): next time
+	}
+	return s.setMark(durable, term)
 }
 
 // startMarker raises the mark every markEvery until Close.

@@ -25,7 +25,7 @@ func unmark(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	defer st.close()
-	if err := st.set(syncedKey, binary.BigEndian.AppendUint64(nil, 0)); err != nil {
+	if err := st.set(syncedKey, make([]byte, 16)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -165,6 +165,9 @@ func TestSyncedMarkFollowsDeletions(t *testing.T) {
 	}
 	if err := s.DeleteRange(31, 60); err != nil {
 		t.Fatal(err)
+	}
+	if m, term := s.SyncedMarkAt(); m != 30 || term != 1 {
+		t.Fatalf("mark %d of term %d after the suffix deletion, want 30 of term 1", m, term)
 	}
 	s.Close()
 	s = open(t, dir, 2048)
@@ -320,6 +323,9 @@ func TestRepairLost(t *testing.T) {
 		last, _ := s.LastIndex()
 		if lost := s.Lost(); !errors.Is(lost, ErrLost) || !strings.Contains(lost.Error(), p) || last != 59 || s.SyncedMark() != 60 {
 			t.Fatalf("lost %v, last %d, mark %d", lost, last, s.SyncedMark())
+		}
+		if _, term := s.SyncedMarkAt(); term != 1 {
+			t.Fatalf("the mark's term %d, want 1", term)
 		}
 		// Caught up: appends past the mark, and the next open is clean.
 		if err := s.StoreLogs(entries(60, 61, 2)); err != nil {
