@@ -109,11 +109,15 @@
 // acknowledged. So the stable store also holds the synced mark, the highest
 // index the log has held synced (synced.go): raised about once a second
 // while appends go on and at Close, lowered durably before a suffix
-// deletion or an emptied log started lower gives entries up. Open fails
-// with ErrLost when the log ends below the mark (a segment truncated or
-// removed) or a record at or below it is damaged in the last segment (not
-// a torn tail: it was synced), and when the stable file is missing or
-// empty while the log holds anything (the term and vote are gone); before
+// deletion or an emptied log started lower gives entries up; it records
+// the term of its entry too. Open fails with ErrLost when the log ends
+// below the mark (a segment truncated or removed) or a record at or below
+// it is damaged in the last segment (not a torn tail: it was synced),
+// unless Options.RepairLost: then the log is cut at the damage and Lost
+// says what was lost, for the caller to keep the node out of elections
+// until it has caught up past SyncedMark (repair.go). It fails with
+// ErrLost, whatever the options, when the stable file is missing or empty
+// while the log holds anything (the term and vote are gone); before
 // writing anything. A file of ours with a higher format version fails
 // with a NewerFormatError. A write (other than for want of space) or sync
 // that fails makes the store fail for good (failure.go): no append is
