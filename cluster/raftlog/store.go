@@ -358,6 +358,13 @@ func (s *Store) openSegment(base uint64, isLast bool) (*segment, error) {
 			f.Close()
 			return nil, err
 		}
+		if isLast && s.repairLost && base <= s.mark.mark && !allZero(data[:min(len(data), headerSize)]) {
+			// Damaged, and it held synced entries: dropped, caught up
+			// later (repair.go).
+			s.noteLost(fmt.Errorf("%w: %s: bad header, and it held index %d, which was synced", ErrLost, path, base))
+			seg.offs = nil
+			return seg, nil
+		}
 		if !isLast || !allZero(data[:min(len(data), headerSize)]) {
 			return fail("bad header")
 		}

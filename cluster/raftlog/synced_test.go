@@ -351,6 +351,25 @@ func TestRepairLost(t *testing.T) {
 			t.Fatalf("lost %v, last %d, mark %d", lost, last, s.SyncedMark())
 		}
 	})
+	t.Run("last segment's header flipped", func(t *testing.T) {
+		dir := setup(t)
+		segs := segFiles(t, dir)
+		p := segs[len(segs)-1]
+		b, _ := os.ReadFile(p)
+		b[3] ^= 0x01
+		os.WriteFile(p, b, 0o644)
+		if _, err := Open(dir, Options{SegmentSize: segSize}); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("open without RepairLost: %v", err)
+		}
+		s, err := repairOpen(t, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, _ := s.LastIndex()
+		if lost := s.Lost(); !errors.Is(lost, ErrLost) || !strings.Contains(lost.Error(), p) || last >= 60 {
+			t.Fatalf("lost %v, last %d", lost, last)
+		}
+	})
 	t.Run("an earlier segment flipped", func(t *testing.T) {
 		dir := setup(t)
 		segs := segFiles(t, dir)
