@@ -89,9 +89,11 @@
 // the stable file never needs new space: it has a fixed size, two slots of
 // 4 KiB made when the store is first opened (a file of an earlier build,
 // the whole state after a CRC, is rewritten so then), and each set
-// overwrites the older slot in place and fdatasyncs it. Opening takes the
-// valid slot with the higher sequence number; a slot torn by a crash
-// leaves the other. Appends overwrite a segment's zeros and need no space
+// overwrites the older slot in place and fdatasyncs it, then the other
+// (two syncs per set: a term or a vote, and the synced mark once a
+// second). Opening takes the valid slot with the higher sequence number;
+// a slot torn by a crash leaves the other, and a bit flipped in one slot
+// after a set leaves its copy, never an older term or vote. Appends overwrite a segment's zeros and need no space
 // either, until a new segment is due: if the spare could not be made
 // (ENOSPC), the append tries once more at once, then takes the reserve as
 // its segment (ReserveInUse), then fails with the file system's error
