@@ -7,13 +7,19 @@ PKGS    := ./...
 # ./... stops at its go.mod, so lint and test-go vet it separately.
 PINNED  := compat/matrix/gopinned
 
-.PHONY: help build run test test-go race bench fuzz lint deps clean
+.PHONY: help build static docker run test test-go race bench fuzz lint deps clean
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/deadbolt
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/deadbolt ./cmd/deadbolt
+
+static: ## build bin/deadbolt-static: linux, no cgo, for the Docker image (FROM scratch)
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/deadbolt-static ./cmd/deadbolt
+
+docker: static ## build the image deadbolt:$(VERSION) (and :latest) from bin/deadbolt-static; pulls no base image
+	docker build -t deadbolt:$(VERSION) -t deadbolt:latest .
 
 run: build ## run a single in-memory node on 127.0.0.1:6379
 	./bin/deadbolt --addr 127.0.0.1:6379
@@ -23,11 +29,12 @@ deps: ## install what the tests need (redis-server, redis-cli, openssl) when mis
 
 test: test-go compat chaos ## everything CI runs: Go tests under -race, the client matrix, a 2-minute chaos run
 
-test-go: deps build ## install missing test dependencies, vet, then run every Go test under -race
+test-go: deps compat-deps build ## install missing test dependencies, vet, then run every Go test under -race
 	$(GO) vet $(PKGS)
 	cd $(PINNED) && $(GO) vet ./...
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt: files above need formatting" && exit 1)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	@docker info >/dev/null 2>&1 || echo "make test: no Docker daemon: the Docker image was not built or run (TestDockerImage skipped)"
 	@echo "the raw system call paths (raft transport, log appends), which -race builds replace:"
 	$(GO) test -count=1 -timeout 10m . ./cluster/...
 

@@ -2,8 +2,6 @@ package deadbolt
 
 import (
 	"context"
-	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -17,45 +15,18 @@ func BenchmarkLockUnlockACL(b *testing.B) {
 	for _, user := range []string{"default", "locker"} {
 		b.Run(user, func(b *testing.B) {
 			n := RunT(b)
-			ctx := context.Background()
-			opt := &redis.Options{Addr: n.Addr(), PoolSize: 64}
+			var opt func(*redis.Options)
 			if user != "default" {
 				admin := redis.NewClient(&redis.Options{Addr: n.Addr()})
-				err := admin.Do(ctx, "ACL", "SETUSER", user, "on", ">pw", "~{lock*", "~redisson_lock__channel:*",
+				err := admin.Do(context.Background(), "ACL", "SETUSER", user, "on", ">pw", "~{lock*", "~redisson_lock__channel:*",
 					"&redisson_lock__channel:*", "+@all", "-@admin", "-@dangerous").Err()
 				admin.Close()
 				if err != nil {
 					b.Fatal(err)
 				}
-				opt.Username, opt.Password = user, "pw"
+				opt = func(o *redis.Options) { o.Username, o.Password = user, "pw" }
 			}
-			rdb := redis.NewClient(opt)
-			defer rdb.Close()
-			lock, unlock := redis.NewScript(rLock), redis.NewScript(rUnlock)
-			if err := lock.Load(ctx, rdb).Err(); err != nil {
-				b.Fatal(err)
-			}
-			if err := unlock.Load(ctx, rdb).Err(); err != nil {
-				b.Fatal(err)
-			}
-			var id atomic.Int64
-			b.SetParallelism(32)
-			b.ResetTimer()
-			cpu0 := cpuTime()
-			defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op") }()
-			b.RunParallel(func(pb *testing.PB) {
-				me := id.Add(1)
-				key := fmt.Sprintf("{lock%d}", me)
-				owner := fmt.Sprintf("uuid:%d", me)
-				for pb.Next() {
-					if err := lock.EvalSha(ctx, rdb, []string{key}, 30000, owner).Err(); err != redis.Nil {
-						b.Fatal(err)
-					}
-					if err := unlock.EvalSha(ctx, rdb, []string{key, "redisson_lock__channel:" + key}, 0, 30000, owner).Err(); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
+			benchLockUnlock(b, n, opt)
 		})
 	}
 }

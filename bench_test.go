@@ -15,7 +15,7 @@ import (
 // BenchmarkLockUnlock runs the Redisson-style lock+unlock pair (EVALSHA)
 // end to end through go-redis against an in-process node, with 64
 // parallel clients each on its own lock.
-func BenchmarkLockUnlock(b *testing.B) { benchLockUnlock(b, RunT(b)) }
+func BenchmarkLockUnlock(b *testing.B) { benchLockUnlock(b, RunT(b), nil) }
 
 // BenchmarkLockUnlockMetrics is BenchmarkLockUnlock with the HTTP
 // endpoint on and scraped every 100 ms (Prometheus usually scrapes every
@@ -45,12 +45,18 @@ func BenchmarkLockUnlockMetrics(b *testing.B) {
 		}
 	}()
 	defer func() { close(stop); <-done }()
-	benchLockUnlock(b, n)
+	benchLockUnlock(b, n, nil)
 }
 
-func benchLockUnlock(b *testing.B, n *Node) {
+// benchLockUnlock runs the pair against n, through go-redis with 64
+// connections; opt, if set, changes the client's options (a user).
+func benchLockUnlock(b *testing.B, n *Node, opt func(*redis.Options)) {
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: n.Addr(), PoolSize: 64})
+	o := &redis.Options{Addr: n.Addr(), PoolSize: 64}
+	if opt != nil {
+		opt(o)
+	}
+	rdb := redis.NewClient(o)
 	defer rdb.Close()
 	lock, unlock := redis.NewScript(rLock), redis.NewScript(rUnlock)
 	if err := lock.Load(ctx, rdb).Err(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deadbolt/deadbolt/resp"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -612,5 +613,62 @@ func TestClusterFunctionLibrary(t *testing.T) {
 	}
 	if libs, err := lc.FunctionList(ctx, redis.FunctionListQuery{}).Result(); err != nil || len(libs) != 1 || len(libs[0].Functions) != 2 {
 		t.Fatalf("FUNCTION LIST on the restored node: %+v %v", libs, err)
+	}
+}
+
+// The encoding thresholds are replicated settings and encodings are state
+// machine state: set through a follower, they decide OBJECT ENCODING alike
+// on every node, and MEMORY USAGE's estimate is the same everywhere. A
+// transaction through a follower answers its connection commands at their
+// place (server/multi.go), MEMORY USAGE among the keyspace commands.
+func TestClusterEncodingsAndMultiThroughFollower(t *testing.T) {
+	c := RunClusterT(t, 3)
+	f := c.Followers()
+	a := dialRaw(t, c.Addr(f[0]))
+	if raw, r := a.do("CONFIG", "SET", "hash-max-listpack-entries", "2"); r.IsError() {
+		t.Fatal(raw)
+	}
+	want := []string{":3\r\n", "$9\r\nhashtable\r\n", "", "+OK\r\n", "*2\r\n$25\r\nhash-max-listpack-entries\r\n$1\r\n2\r\n", "$1\r\nx\r\n"}
+	for _, cmd := range [][]string{{"MULTI"}, {"HSET", "h", "a", "1", "b", "2", "c", "3"}, {"OBJECT", "ENCODING", "h"},
+		{"MEMORY", "USAGE", "h"}, {"CLIENT", "SETNAME", "x"}, {"CONFIG", "GET", "hash-max-listpack-entries"}, {"CLIENT", "GETNAME"},
+		{"WAIT", "5", "0"}} { // five replicas never answer: outside MULTI this would wait for ever
+		if raw, _ := a.do(cmd...); raw != "+OK\r\n" && raw != "+QUEUED\r\n" {
+			t.Fatalf("%q: %q", cmd, raw)
+		}
+	}
+	_, r := a.do("EXEC")
+	if len(r.Elems) != len(want)+1 {
+		t.Fatalf("EXEC: %v", r)
+	}
+	if w := r.Elems[len(want)]; w.Type != resp.Int || w.Int < 0 || w.Int > 2 {
+		t.Errorf("WAIT inside EXEC: %v", w)
+	}
+	for i, w := range want {
+		got := string(r.Elems[i].AppendProto(nil, 2))
+		if i == 2 {
+			if r.Elems[i].Type != resp.Int || r.Elems[i].Int <= 0 {
+				t.Errorf("MEMORY USAGE in EXEC: %q", got)
+			}
+			continue
+		}
+		if got != w {
+			t.Errorf("EXEC element %d: %q, want %q", i, got, w)
+		}
+	}
+	usage := r.Elems[2].Int
+	for i := range c.Nodes {
+		b := dialRaw(t, c.Addr(i))
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			enc, _ := b.do("OBJECT", "ENCODING", "h")
+			_, mem := b.do("MEMORY", "USAGE", "h")
+			if enc == "$9\r\nhashtable\r\n" && mem.Int == usage {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: OBJECT ENCODING %q, MEMORY USAGE %v (want hashtable, %d)", i, enc, mem, usage)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }

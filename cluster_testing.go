@@ -31,7 +31,8 @@ type ClusterOption func(i int, c *Config)
 
 // RunClusterT starts an n-node cluster, data on disk in t.TempDir(), with
 // short Raft timeouts, waits for a leader, and stops every node when the
-// test ends. Raft's own log goes to t.Log.
+// test ends. Raft's own log goes to t.Log. An option that sets node 0's Restore
+// starts the cluster from that backup.
 func RunClusterT(tb testing.TB, n int, opts ...ClusterOption) *Cluster {
 	tb.Helper()
 	c := &Cluster{tb: tb, Net: cluster.NewNetwork(), Clock: &cluster.ManualClock{}}
@@ -74,15 +75,24 @@ func RunClusterT(tb testing.TB, n int, opts ...ClusterOption) *Cluster {
 		c.Nodes = append(c.Nodes, node)
 		peers = append(peers, cluster.Peer{ID: id, RaftAddr: cfg.RaftAddr})
 	}
-	if err := c.Nodes[0].raft.Bootstrap(peers); err != nil {
-		c.closeAll()
-		tb.Fatal(err)
-	}
+	restore := c.cfgs[0].Restore
 	for i := range c.cfgs {
 		c.cfgs[i].noBootstrap = false
 		c.cfgs[i].Peers = peers
+		c.cfgs[i].Restore = nil
 	}
 	tb.Cleanup(c.closeAll)
+	if restore != nil {
+		// Node 0 starts again from the backup, with every node as a
+		// member (its data directory is still empty: it was never
+		// bootstrapped); the others install the backup from it.
+		c.cfgs[0].Restore = restore
+		c.Restart(0)
+		c.cfgs[0].Restore = nil
+	} else if err := c.Nodes[0].raft.Bootstrap(peers); err != nil {
+		c.closeAll()
+		tb.Fatal(err)
+	}
 	c.WaitLeader()
 	return c
 }

@@ -113,10 +113,24 @@ type Config struct {
 	// when it stops. The deadbolt binary sets it.
 	Shutdown func()
 
-	// HTTPAddr, if set, serves /metrics (Prometheus), /healthz and /readyz
+	// HTTPAddr, if set, serves /metrics (Prometheus), /healthz, /readyz and
+	// the status page (/, /events, /api/status, /api/locks)
 	// on this address (package httpapi). It has no authentication: keep it
 	// on a private address.
 	HTTPAddr string
+
+	// Restore, if set, is a backup (RAFT BACKUP, deadbolt backup) a new
+	// cluster starts from: every node bootstrapped with Peers (or a lone
+	// node with a DataDir) must be given the same one, and its DataDir
+	// must be empty (or started from this same backup before: it then
+	// starts from the state it holds). It needs Raft (RaftAddr or DataDir), and not Join: a
+	// joining node gets its state from the leader.
+	Restore []byte
+
+	// ConfigParams are what CONFIG GET reports for Redis parameters set
+	// at start that the server does not apply itself (the binary's
+	// loglevel, dir, aclfile, tls-cluster).
+	ConfigParams map[string]string
 
 	network     *cluster.Network // RunClusterT's cuttable links
 	noBootstrap bool             // RunClusterT bootstraps once all nodes listen
@@ -174,6 +188,10 @@ func Start(cfg Config) (*Node, error) {
 		Logger:        cfg.Logger,
 		Version:       cfg.Version,
 		Shutdown:      cfg.Shutdown,
+		ConfigParams:  cfg.ConfigParams,
+	}
+	if cfg.Restore != nil && (cfg.RaftAddr == "" && cfg.DataDir == "" || cfg.Join != "") {
+		return nil, errors.New("deadbolt: a restore needs a new cluster member: --data-dir or --raft-addr, without --join (a joining node gets its state from the leader)")
 	}
 	var backend server.Backend
 	if cfg.RaftAddr == "" && cfg.DataDir == "" {
@@ -192,6 +210,10 @@ func Start(cfg Config) (*Node, error) {
 			// A lone node with a data directory: a one-voter cluster.
 			peers = []cluster.Peer{{ID: id, RaftAddr: cfg.RaftAddr}}
 		}
+		var restore []byte
+		if len(peers) > 0 {
+			restore = cfg.Restore // RunClusterT restores once it knows the peers
+		}
 		auth, memberTLS, err := peerAuth(cfg)
 		if err != nil {
 			return nil, err
@@ -208,6 +230,7 @@ func Start(cfg Config) (*Node, error) {
 			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, MinFreeDisk: cfg.MinFreeDisk, SegmentSize: cfg.segmentSize, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget, Users: users,
 			Logger: cfg.Logger, RaftLog: cfg.RaftLog, Deliver: hub, Password: cfg.RequirePass,
 			Network: cfg.network, BeforeSync: cfg.BeforeSync, OnDiskFailure: cfg.OnDiskFailure, PeerAuth: auth, JoinConn: joinConn,
+			Restore: restore,
 		})
 		if err != nil {
 			return nil, err
@@ -367,6 +390,8 @@ var (
 	_ server.Backend       = (*cluster.Local)(nil)
 	_ server.Backend       = (*cluster.Node)(nil)
 	_ server.Waiter        = (*cluster.Node)(nil)
+	_ server.Saver         = (*cluster.Node)(nil)
+	_ server.InMemory      = (*cluster.Local)(nil)
 	_ server.AOFWaiter     = (*cluster.Node)(nil)
 	_ server.InfoProvider  = (*cluster.Node)(nil)
 	_ server.KeyspaceStats = (*cluster.Node)(nil)

@@ -3,6 +3,7 @@ package deadbolt
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,5 +57,31 @@ func TestRaftMembersHealth(t *testing.T) {
 			t.Fatalf("leader's view after a follower died: %v", h)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// SAVE on a cluster node takes a Raft snapshot (and says so only once it
+// is written); on a single node in memory it says nothing is saved.
+func TestSaveTakesSnapshot(t *testing.T) {
+	c := RunClusterT(t, 3)
+	ctx := context.Background()
+	l := c.WaitLeader()
+	cl := client(t, c.Addr(l))
+	if err := cl.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := c.Nodes[l].raft.RaftMetrics().SnapshotsTaken
+	if err := cl.Save(ctx).Err(); err != nil {
+		t.Fatalf("SAVE: %v", err)
+	}
+	if after := c.Nodes[l].raft.RaftMetrics().SnapshotsTaken; after != before+1 {
+		t.Fatalf("snapshots taken %d → %d, want one more", before, after)
+	}
+	if err := cl.Save(ctx).Err(); err != nil {
+		t.Fatalf("SAVE with nothing new: %v", err)
+	}
+	single := RunT(t)
+	if err := client(t, single.Addr()).Save(ctx).Err(); err == nil || !strings.Contains(err.Error(), "nothing is saved") {
+		t.Fatalf("SAVE on a node in memory: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -62,17 +63,26 @@ func TestTLSClientsEveryMode(t *testing.T) {
 			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.Addr(f)}, TLSConfig: cfg()})
 		}},
 	}
-	// redis-py over TLS through a follower, with its own Lock.
+	// redis-py over TLS with its own Lock: leader, follower, Sentinel and
+	// Cluster.
 	t.Run("redis-py", func(t *testing.T) {
-		host, port, _ := strings.Cut(c.Addr(f), ":")
-		script := fmt.Sprintf(`import redis
-r = redis.Redis(host=%q, port=%s, ssl=True, ssl_ca_certs=%q, ssl_certfile=%q, ssl_keyfile=%q)
-l = r.lock("tls:py", timeout=30)
-assert l.acquire(blocking=False)
-assert r.get("tls:py") == l.local.token
-l.release()
-assert r.get("tls:py") is None
-print("ok")`, host, port, certs.CA, certs.ClientCert, certs.ClientKey)
+		lh, lp, _ := strings.Cut(c.Addr(l), ":")
+		fh, fp, _ := strings.Cut(c.Addr(f), ":")
+		sh, sp, _ := strings.Cut(sentinels[f], ":")
+		script := fmt.Sprintf(`import redis, redis.sentinel, redis.cluster
+tls = dict(ssl=True, ssl_ca_certs=%q, ssl_certfile=%q, ssl_keyfile=%q)
+def lock(r, name):
+    l = r.lock(name, timeout=30)
+    assert l.acquire(blocking=False)
+    assert r.get(name) == l.local.token
+    l.release()
+    assert r.get(name) is None
+lock(redis.Redis(host=%q, port=%s, **tls), "tls:py:leader")
+lock(redis.Redis(host=%q, port=%s, **tls), "tls:py:follower")
+s = redis.sentinel.Sentinel([(%q, %s)], sentinel_kwargs=tls, **tls)
+lock(s.master_for("mymaster"), "tls:py:sentinel")
+lock(redis.cluster.RedisCluster(host=%q, port=%s, **tls), "tls:py:cluster")
+print("ok")`, certs.CA, certs.ClientCert, certs.ClientKey, lh, lp, fh, fp, sh, sp, fh, fp)
 		py := "python3"
 		if _, err := os.Stat("/usr/bin/python3"); err == nil {
 			py = "/usr/bin/python3" // Debian's, with its python3-redis
@@ -83,6 +93,24 @@ print("ok")`, host, port, certs.CA, certs.ClientCert, certs.ClientKey)
 				t.Skipf("redis-py is not installed: %s", out)
 			}
 			t.Fatalf("redis-py over TLS: %v\n%s", err, out)
+		}
+	})
+	// ioredis over TLS in its four modes (the compat matrix's pinned copy).
+	t.Run("ioredis", func(t *testing.T) {
+		modules, _ := filepath.Abs("compat/matrix/node/node_modules")
+		if _, err := os.Stat(filepath.Join(modules, "ioredis")); err != nil {
+			if os.Getenv("CI") != "true" {
+				t.Skipf("ioredis is not installed (make compat-deps): %v", err)
+			}
+			t.Fatalf("ioredis is not installed (make compat-deps): %v", err)
+		}
+		out, err := exec.Command("node", "testdata/tls/ioredis.js", modules, certs.CA, certs.ClientCert, certs.ClientKey,
+			c.Addr(l), c.Addr(f), sentinels[f]).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ioredis over TLS: %v\n%s", err, out)
+		}
+		if got := strings.Count(string(out), " ok"); got != 4 {
+			t.Fatalf("ioredis over TLS: %d modes ok, want 4:\n%s", got, out)
 		}
 	})
 	for _, m := range modes {

@@ -201,3 +201,6 @@ func (l *Local) LockStats() []fsm.LockKindStats {
 	defer l.mu.Unlock()
 	return l.fsm.LockStats()
 }
+
+// InMemory reports that a single node keeps nothing on disk (SAVE says so).
+func (l *Local) InMemory() bool { return true }

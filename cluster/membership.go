@@ -188,7 +188,12 @@ func (n *Node) TransferLeadership() error {
 	if !n.IsLeader() {
 		return ErrNotLeader
 	}
-	return n.raft.LeadershipTransfer().Error()
+	n.timeline.handingOver(true)
+	err := n.raft.LeadershipTransfer().Error()
+	if err != nil {
+		n.timeline.handingOver(false)
+	}
+	return err
 }
 
 // AppliedIndex is the index of the last entry this node applied.
@@ -363,7 +368,9 @@ func (n *Node) TransferIfLeader() error {
 	if n.raft.State() != raft.Leader || n.soleVoter() {
 		return nil
 	}
+	n.timeline.handingOver(true)
 	if err := n.raft.LeadershipTransfer().Error(); err != nil {
+		n.timeline.handingOver(false)
 		return fmt.Errorf("cluster: leadership hand-over: %w", err)
 	}
 	n.cfg.Logger.Info("cluster: leadership handed over", "id", n.cfg.ID)
@@ -372,6 +379,16 @@ func (n *Node) TransferIfLeader() error {
 
 // Snapshot takes a snapshot now.
 func (n *Node) Snapshot() error { return n.raft.Snapshot().Error() }
+
+// Save is SAVE and BGSAVE: a Raft snapshot of this node's state, which
+// also lets the log be compacted; nothing new since the last one is no
+// error.
+func (n *Node) Save(context.Context) error {
+	if err := n.Snapshot(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		return err
+	}
+	return nil
+}
 
 // JoinCommand asks a member to add a voter: RAFT JOIN <id> <raft address>.
 // A member that is not the leader answers "TRYAGAIN ... leader at <addr>".

@@ -49,17 +49,21 @@ func (m *nodeMetrics) noteContact(id raft.ServerID) {
 
 // noteLeader counts a leader different from the last one known (losing a
 // leader is not a change; the next one is).
-func (m *nodeMetrics) noteLeader(o raft.Observation) {
+// It reports the leader before, and whether this was a change.
+func (m *nodeMetrics) noteLeader(o raft.Observation) (prev raft.ServerID, changed bool) {
 	lo, ok := o.Data.(raft.LeaderObservation)
 	if !ok || lo.LeaderID == "" {
-		return
+		return "", false
 	}
 	m.leaderMu.Lock()
 	defer m.leaderMu.Unlock()
 	if lo.LeaderID != m.lastLeader {
+		prev = m.lastLeader
 		m.lastLeader = lo.LeaderID
 		m.leaderChanges.Add(1)
+		return prev, true
 	}
+	return "", false
 }
 
 func (m *nodeMetrics) snapshotTaken(size int64, took time.Duration) {

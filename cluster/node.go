@@ -82,6 +82,10 @@ type Config struct {
 	// when a write or fdatasync of its log failed (diskfail.go). The
 	// deadbolt binary exits.
 	OnDiskFailure func(error)
+	// Restore, if set, is a backup (Node.Backup) the new node starts
+	// from, with Peers as the configuration (backup.go). A node whose
+	// data directory holds state refuses it.
+	Restore []byte
 }
 
 func (c *Config) defaults() {
@@ -161,6 +165,7 @@ type Node struct {
 	logStore    *raftlog.Store // nil with the log in memory
 	catchUp     *catchUp       // the log lost synced entries (catchup.go); nil if not
 	metrics     nodeMetrics    // metrics.go
+	timeline    timeline       // leader and membership events (timeline.go)
 	// lastHandOver: when handOverForSpace last asked the others, on
 	// leaderDuties' goroutine only.
 	lastHandOver time.Time
@@ -353,6 +358,14 @@ func NewNode(cfg Config) (*Node, error) {
 		n.closeStores()
 		return nil, err
 	}
+	if cfg.Restore != nil {
+		if err := n.restoreBackup(hasState, snaps); err != nil {
+			n.transport.Close()
+			n.closeStores()
+			return nil, err
+		}
+		hasState = true
+	}
 	// Always wrapped: it also notes the followers' answers (metrics.go).
 	var trans raft.Transport = &durableTransport{NetworkTransport: n.transport, stall: cfg.DiskStall,
 		onStall: n.diskStalled, contact: n.metrics.noteContact}
@@ -445,7 +458,14 @@ func (n *Node) watchLeaders() {
 		case <-n.stop:
 			return
 		case o := <-ch:
-			n.metrics.noteLeader(o)
+			prev, changed := n.metrics.noteLeader(o)
+			if lo, ok := o.Data.(raft.LeaderObservation); ok {
+				n.timeline.noteLeader(n.cfg.ID, lo, n.raft.CurrentTerm())
+				if changed {
+					n.cfg.Logger.Info("cluster: leader changed", "id", n.cfg.ID, "leader", string(lo.LeaderID),
+						"leader_raft_addr", string(lo.LeaderAddr), "previous", string(prev), "term", n.raft.CurrentTerm())
+				}
+			}
 			n.leaderEvent()
 		}
 	}
@@ -695,8 +715,12 @@ func (n *Node) membershipLoop() {
 			continue
 		}
 		servers := f.Configuration().Servers
+		first := m.known == nil && len(servers) > 0
 		if added, removed := m.changes(servers); len(added)+len(removed) > 0 {
 			n.cfg.Logger.Info("cluster: membership changed", "id", n.cfg.ID, "added", added, "removed", removed, "members", len(servers))
+			n.timeline.noteMembers(added, removed, len(servers), n.raft.CurrentTerm())
+		} else if first {
+			n.timeline.noteStart(servers, n.raft.CurrentTerm())
 		}
 		in, out := m.observe(n.cfg.ID, servers)
 		n.inConfig.Store(in)

@@ -61,6 +61,7 @@ type bitOwner struct {
 
 // claimBits records that v's buffer was just made by a bit command.
 func (c *Ctx) claimBits(v *Value) {
+	v.setEnc(encRaw) // changed in place, as Redis's dbUnshareStringValue leaves it
 	c.f.bitOwner = bitOwner{v: weak.Make(v), call: c.f.calls}
 }
 
@@ -485,7 +486,7 @@ func cmdBitOp(c *Ctx, args [][]byte) resp.Reply {
 		}
 	}
 	c.lookup(dest) // a destination past its deadline expires first, as in setKey
-	c.put(dest, &Value{Kind: KindString, Str: res})
+	c.put(dest, &Value{Kind: KindString, createdHi: uint16(encRaw) << encShift, Str: res})
 	c.notify(notifyString, "set", dest)
 	return resp.IntReply(int64(maxLen))
 }
@@ -698,6 +699,7 @@ func cmdBitField(c *Ctx, args [][]byte) resp.Reply {
 			dirty = c.writableBits(v, int(end)+1)
 			c.touch(v)
 		}
+		v.setEnc(encRaw) // Redis unshares the string before any write
 	}
 	writable := dirty
 	if v != nil && !dirty {

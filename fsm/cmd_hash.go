@@ -74,7 +74,7 @@ func hsetGeneric(c *Ctx, args [][]byte, name string) resp.Reply {
 	}
 	added := 0
 	for i := 2; i < len(args); i += 2 {
-		if v.Hash.Set(args[i], args[i+1]) {
+		if c.hashSet(v, args[i], args[i+1]) {
 			added++
 		}
 	}
@@ -97,7 +97,7 @@ func cmdHsetnx(c *Ctx, args [][]byte) resp.Reply {
 	if _, exists := v.Hash.Get(args[2]); exists {
 		return resp.Zero
 	}
-	v.Hash.Set(args[2], args[3])
+	c.hashSet(v, args[2], args[3])
 	saveValue(c, args[1], v, isNew)
 	c.notify(notifyHash, "hset", args[1])
 	return resp.One
@@ -196,7 +196,7 @@ func cmdHincrby(c *Ctx, args [][]byte) resp.Reply {
 	cur += incr
 	var num [20]byte // Set copies it
 	count := strconv.AppendInt(num[:0], cur, 10)
-	v.Hash.Set(args[2], count)
+	c.hashSet(v, args[2], count)
 	saveValue(c, args[1], v, isNew)
 	if isNew || v.lock != 0 && incr > 0 {
 		c.lockHashWrite(v, isNew, args[2], count, exists)
@@ -230,7 +230,7 @@ func cmdHincrbyfloat(c *Ctx, args [][]byte) resp.Reply {
 		return resp.Err(msgHashIncrOverflow)
 	}
 	s := formatLongDouble(sum)
-	v.Hash.Set(args[2], s)
+	c.hashSet(v, args[2], s)
 	saveValue(c, args[1], v, isNew)
 	c.notify(notifyHash, "hincrbyfloat", args[1])
 	return resp.BulkReply(s)

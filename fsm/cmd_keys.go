@@ -565,7 +565,9 @@ func cmdMove(c *Ctx, args [][]byte) resp.Reply {
 // every kind.
 func cloneValue(v *Value) *Value {
 	if v.Kind == KindString {
-		return &Value{Kind: KindString, Str: append([]byte(nil), v.Str...)}
+		nv := &Value{Kind: KindString, Str: append([]byte(nil), v.Str...)}
+		nv.setEnc(v.enc())
+		return nv
 	}
 	var buf bytes.Buffer
 	e := &encoder{w: bufio.NewWriter(&buf)}
@@ -578,6 +580,7 @@ func cloneValue(v *Value) *Value {
 	if d.err != nil {
 		panic("fsm: clone: " + d.err.Error())
 	}
+	nv.setEnc(v.enc()) // COPY keeps the encoding, as Redis's dup functions do
 	return nv
 }
 
@@ -596,8 +599,8 @@ func cmdFlush(c *Ctx, args [][]byte) resp.Reply {
 }
 
 // cmdObject serves OBJECT ENCODING, REFCOUNT, IDLETIME, FREQ and HELP.
-// Encodings are the ones Redis 7.0 would choose with its default
-// thresholds; access times are not tracked, so IDLETIME is always 0 and
+// Encodings are the ones Redis 7.0 would have chosen for the same commands
+// (encoding.go); access times are not tracked, so IDLETIME is always 0 and
 // FREQ reports the LFU-policy error as Redis does under its default LRU
 // policy.
 func cmdObject(c *Ctx, args [][]byte) resp.Reply {
@@ -640,12 +643,10 @@ func cmdObject(c *Ctx, args [][]byte) resp.Reply {
 	}
 	switch {
 	case optEq(sub, "encoding"):
-		return resp.BulkString(objectEncoding(v))
+		return resp.BulkString(c.objectEncoding(v))
 	case optEq(sub, "refcount"):
-		if v.Kind == KindString {
-			if n, ok := parseInt64(v.Str); ok && n >= 0 && n < 10000 {
-				return resp.IntReply(math.MaxInt32) // shared integer
-			}
+		if sharedInt(v) {
+			return resp.IntReply(math.MaxInt32) // a shared integer
 		}
 		return resp.One
 	case optEq(sub, "idletime"):
@@ -659,44 +660,6 @@ func truncate(s string, n int) string {
 		return s[:n]
 	}
 	return s
-}
-
-// objectEncoding is the encoding Redis 7.0 would report with its default
-// thresholds (hash-max-listpack-entries 128, -value 64;
-// zset-max-listpack-entries 128, -value 64; set-max-intset-entries 512).
-func objectEncoding(v *Value) string {
-	switch v.Kind {
-	case KindString:
-		if len(v.Str) <= 20 {
-			if _, ok := parseInt64(v.Str); ok {
-				return "int"
-			}
-		}
-		if len(v.Str) <= 44 {
-			return "embstr"
-		}
-		return "raw"
-	case KindHash:
-		small := v.Hash.Len() <= 128
-		v.Hash.Each(func(f, val []byte) bool {
-			small = small && len(f) <= 64 && len(val) <= 64
-			return small
-		})
-		if small {
-			return "listpack"
-		}
-		return "hashtable"
-	case KindList:
-		return "quicklist"
-	case KindSet:
-		return "hashtable"
-	case KindZSet:
-		if v.ZSet.Len() <= 128 {
-			return "listpack"
-		}
-		return "skiplist"
-	}
-	return "unknown"
 }
 
 // stringMatch reports whether s matches the glob pattern as Redis's

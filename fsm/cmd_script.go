@@ -148,6 +148,15 @@ func (c *Ctx) scriptCall(args [][]byte) resp.Reply {
 	if len(args) == 0 {
 		return resp.Err("ERR Please specify at least one argument for this redis lib call")
 	}
+	if len(args) >= 3 && optEq(args[0], "memory") && optEq(args[1], "usage") {
+		// The server's MEMORY container; its USAGE is the state
+		// machine's (memusage.go).
+		if r, ok := c.scriptACL(args); !ok {
+			return r
+		}
+		c.f.calls++
+		return cmdMemoryUsage(c, MemoryUsageArgs(args[2:]))
+	}
 	spec, ok := Lookup(args[0])
 	if !ok || spec.Flags&Internal != 0 {
 		if serverNoScript[strings.ToLower(string(args[0]))] {

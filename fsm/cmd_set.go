@@ -44,7 +44,7 @@ func cmdSadd(c *Ctx, args [][]byte) resp.Reply {
 	}
 	n := 0
 	for _, m := range args[2:] {
-		if v.Set.Add(m) {
+		if c.setAdd(v, m) {
 			n++
 		}
 	}

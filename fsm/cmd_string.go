@@ -349,6 +349,7 @@ func (c *Ctx) incrBy(key []byte, incr int64) resp.Reply {
 		c.put(key, &Value{Kind: KindString, Str: s})
 	} else {
 		v.Str = s
+		v.setEnc(encAuto)
 		c.touch(v)
 		if v.lock != 0 {
 			c.lockCounterChange(v, incr)
@@ -408,9 +409,10 @@ func cmdIncrByFloat(c *Ctx, args [][]byte) resp.Reply {
 	}
 	s := formatLongDouble(sum)
 	if v == nil {
-		c.put(args[1], &Value{Kind: KindString, Str: s})
+		c.put(args[1], &Value{Kind: KindString, createdHi: uint16(encNoInt) << encShift, Str: s})
 	} else {
 		v.Str = s
+		v.setEnc(encNoInt)
 		c.touch(v)
 	}
 	c.notify(notifyString, "incrbyfloat", args[1])
@@ -432,6 +434,7 @@ func cmdAppend(c *Ctx, args [][]byte) resp.Reply {
 		return resp.Err(msgStringTooLong)
 	}
 	v.Str = append(v.Str, args[2]...) // writes only past what replies hold
+	v.setEnc(encRaw)
 	c.touch(v)
 	c.notify(notifyString, "append", args[1])
 	return resp.IntReply(int64(len(v.Str)))
@@ -520,9 +523,10 @@ func cmdSetRange(c *Ctx, args [][]byte) resp.Reply {
 	copy(buf, old)
 	copy(buf[offset:], val)
 	if v == nil {
-		c.put(args[1], &Value{Kind: KindString, Str: buf})
+		c.put(args[1], &Value{Kind: KindString, createdHi: uint16(encRaw) << encShift, Str: buf})
 	} else {
 		v.Str = buf
+		v.setEnc(encRaw)
 		c.touch(v)
 	}
 	c.notify(notifyString, "setrange", args[1])

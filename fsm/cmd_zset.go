@@ -158,6 +158,7 @@ options:
 			}
 		case !xx:
 			z.Add(m, storedScore(s))
+			c.zsetAdded(v, m)
 			added++
 			processed++
 			score = s

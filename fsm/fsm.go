@@ -126,6 +126,7 @@ type FSM struct {
 	expires  expiryIndex                // keys with a deadline, ordered for reaping
 	nodes    map[string]string          // cluster members' client addresses by id
 	settings map[string]string          // replicated CONFIG parameters (notify.go)
+	enc      encLimits                  // the encoding thresholds among them (encoding.go)
 	users    *acl.Users                 // ACL users (acl.go)
 	aclPub   *atomic.Pointer[acl.Users] // users, for readers outside the apply path
 	// libraries are the function libraries by name, functions the library
@@ -157,7 +158,7 @@ func New(opt Options) *FSM {
 }
 
 func newState(opt Options) *FSM {
-	f := &FSM{scripts: make(map[string]storedScript), nodes: make(map[string]string), settings: make(map[string]string), opt: opt}
+	f := &FSM{scripts: make(map[string]storedScript), nodes: make(map[string]string), settings: make(map[string]string), opt: opt, enc: defaultEncLimits}
 	f.users = initialUsers(opt)
 	f.aclPub = new(atomic.Pointer[acl.Users])
 	f.aclPub.Store(f.users)

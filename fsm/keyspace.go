@@ -39,7 +39,8 @@ type Value struct {
 	Kind Kind
 	// lock and the created stamp describe a key that was created the way
 	// a lock client creates its lock (locks.go); they fill what was
-	// padding after Kind, so a Value is no larger for them.
+	// padding after Kind, so a Value is no larger for them. The top two
+	// bits of createdHi are OBJECT ENCODING's history (enc, encoding.go).
 	lock      lockShape
 	createdHi uint16
 	createdLo uint32

@@ -20,16 +20,16 @@ const (
 
 // createdMax is the largest state time a Value's created stamp holds
 // (48 bits of Unix milliseconds: the year 10889).
-const createdMax = 1<<48 - 1
+const createdMax = 1<<46 - 1
 
 func (v *Value) setCreated(ms int64) {
 	u := uint64(min(max(ms, 0), createdMax))
-	v.createdHi, v.createdLo = uint16(u>>32), uint32(u)
+	v.createdHi, v.createdLo = v.createdHi&^createdHiMask|uint16(u>>32), uint32(u)
 }
 
 // created is the state time at which the key took its lock shape.
 func (v *Value) created() int64 {
-	return int64(v.createdHi)<<32 | int64(v.createdLo)
+	return int64(v.createdHi&createdHiMask)<<32 | int64(v.createdLo)
 }
 
 // LockKind is a family of locks the counters tell apart. At the moment a

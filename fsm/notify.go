@@ -132,6 +132,9 @@ var replicatedSettings = map[string]func(f *FSM, v string) bool{
 	},
 }
 
+// settingDefaults are replicated settings' values while unset.
+var settingDefaults = map[string]string{}
+
 // SetConfigCommand sets a replicated setting (CONFIG SET, through the
 // log).
 func SetConfigCommand(name, value string) Command {
@@ -144,7 +147,10 @@ func (f *FSM) Setting(name string) string {
 	if name == "notify-keyspace-events" {
 		return NotifyFlagsString(f.notify)
 	}
-	return f.settings[name]
+	if v, ok := f.settings[name]; ok {
+		return v
+	}
+	return settingDefaults[name]
 }
 
 // IsReplicatedSetting reports whether CONFIG SET of name goes through the

@@ -378,6 +378,7 @@ func (f *FSM) Restore(r io.Reader) error {
 			v := decodeValue(d, Kind(kind))
 			v.lock = shape
 			v.setCreated(int64(created))
+			n.enc.settleEncoding(v)
 			v.Deadline = deadline
 			v.Version = ver
 			v.name = key

@@ -26,6 +26,11 @@ type Summary struct {
 	// every value as clients wrote them (a sorted set's score counts 8),
 	// without the structures that hold them.
 	Bytes int64
+	// LocksHeld counts, by LockKind, the lock-shaped keys present and not
+	// past their deadline at the state machine's clock (the time of the
+	// last entry applied): string and Redisson locks held, semaphores
+	// that exist (whatever their permits).
+	LocksHeld [NumLockKinds]int
 }
 
 // Summary counts the whole state machine: it visits every key and every
@@ -39,6 +44,9 @@ func (f *FSM) Summary() Summary {
 				s.Expires++
 			}
 			s.Bytes += int64(len(k)) + v.payload()
+			if lk, ok := v.lock.kind(); ok && !v.expired(f.now) {
+				s.LocksHeld[lk]++
+			}
 		}
 	}
 	return s

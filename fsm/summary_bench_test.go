@@ -51,3 +51,33 @@ func TestSummaryBytes(t *testing.T) {
 		t.Errorf("summary %+v, want %d bytes, 6 keys, 1 with a deadline", s, want)
 	}
 }
+
+// Summary counts the locks held by kind: lock-shaped keys only, and not
+// those past their deadline at the state machine's clock.
+func TestSummaryLocksHeld(t *testing.T) {
+	f := New(Options{})
+	apply := func(now int64, c string) {
+		t.Helper()
+		var args [][]byte
+		for _, a := range strings.Fields(c) {
+			args = append(args, []byte(a))
+		}
+		if r := f.Apply(now, Command{Args: args}); r.Reply.IsError() {
+			t.Fatalf("%s: %s", c, r.Reply.Str)
+		}
+	}
+	apply(1000, "set a tok nx px 10000")
+	apply(1000, "set b tok nx px 500") // runs out at 1500
+	apply(1000, "set plain v")         // data, not a lock
+	apply(1000, "hincrby orders svc-a:1 1")
+	apply(1000, "pexpire orders 30000")
+	apply(1000, "hset rw mode read")
+	apply(1000, "hset settings mode fast") // a hash with a mode field is data
+	if s := f.Summary(); s.LocksHeld != [NumLockKinds]int{LockString: 2, LockReentrant: 1, LockReadWrite: 1} {
+		t.Errorf("held at 1000: %v", s.LocksHeld)
+	}
+	apply(2000, "set plain w") // the clock moves past b's lease; b is not yet reaped
+	if s := f.Summary(); s.LocksHeld[LockString] != 1 || s.Keys != 6 {
+		t.Errorf("held at 2000: %v (keys %d)", s.LocksHeld, s.Keys)
+	}
+}

@@ -1,5 +1,8 @@
 // Package httpapi is a node's HTTP endpoint for operators (--http-addr):
-// /metrics in the Prometheus text format, /healthz and /readyz.
+// /metrics in the Prometheus text format, /healthz and /readyz, and a
+// live status page at / (members, a timeline of leader and membership
+// changes, the locks held and waited on) with its JSON API, /api/status
+// and /api/locks.
 //
 // Nothing here is on the command path. The series are read at scrape time
 // from counters the server, the Raft node and the log store keep anyway
@@ -61,6 +64,12 @@ type Endpoint struct {
 	hs   *http.Server
 	reg  *prometheus.Registry
 	done chan error
+
+	// The status page (page.go, status.go).
+	remote    *remote
+	hub       *hub
+	apiSem    chan struct{}
+	cancelHub context.CancelFunc
 }
 
 // Start listens on cfg.Addr and serves until Close.
@@ -68,13 +77,16 @@ func Start(cfg Config, src Source) (*Endpoint, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	e := &Endpoint{src: src, reg: prometheus.NewRegistry(), done: make(chan error, 1)}
+	e := &Endpoint{src: src, reg: prometheus.NewRegistry(), done: make(chan error, 1),
+		remote: &remote{src: src}, apiSem: make(chan struct{}, maxAPIRequests)}
+	e.hub = newHub(e.remote)
+	nc := newCollector(src)
 	e.reg.MustRegister(
-		newCollector(src),
+		nc,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	for _, c := range lockCollectors(src) {
+	for _, c := range lockCollectors(src, nc.fsmSummary) {
 		e.reg.MustRegister(c)
 	}
 	mux := http.NewServeMux()
@@ -90,6 +102,10 @@ func Start(cfg Config, src Source) (*Endpoint, error) {
 		text(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("/readyz", e.readyz)
+	mux.HandleFunc("/events", e.events)
+	mux.HandleFunc("/api/status", e.apiStatus)
+	mux.HandleFunc("/api/locks", e.apiLocks)
+	mux.Handle("/", pageHandler())
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, err
@@ -104,6 +120,9 @@ func Start(cfg Config, src Source) (*Endpoint, error) {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancelHub = cancel
+	go e.hub.run(ctx)
 	go func() { e.done <- e.hs.Serve(ln) }()
 	return e, nil
 }
@@ -113,6 +132,10 @@ func (e *Endpoint) Addr() string { return e.ln.Addr().String() }
 
 // Close stops the endpoint: requests in progress get a second to finish.
 func (e *Endpoint) Close() error {
+	// The page's streams end first: Shutdown waits for handlers.
+	e.hub.close()
+	e.cancelHub()
+	defer e.remote.background.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	err := e.hs.Shutdown(ctx)

@@ -121,9 +121,11 @@ func checkNumber(L *lua.LState, n int) float64 {
 	return 0
 }
 
-// checkInt is luaL_checkint.
+// checkInt is luaL_checkint: (int)luaL_checkinteger, a conversion to the
+// 64-bit lua_Integer and then to int, so 2^32+3 is 3 and 2^31 is -2^31
+// (not toCInt's direct 32-bit conversion, lua_number2int).
 func checkInt(L *lua.LState, n int) int {
-	return int(toCInt(checkNumber(L, n)))
+	return int(int32(toCLong(checkNumber(L, n))))
 }
 
 func optInt(L *lua.LState, n int, def int) int {

@@ -7,9 +7,11 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v ip >/dev/null 2>&1 || need+=(iproute2) # make chaos: network namespaces
 command -v openssl >/dev/null 2>&1 || need+=(openssl) # TLS tests: certificates
+command -v chromium >/dev/null 2>&1 || need+=(chromium) # the status page's browser test (TestStatusPageBrowser)
+/usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis) # redis-py in the lock tests
 
 if ((${#need[@]})); then
-	echo "deps: installing ${need[*]} (Debian packages) for the differential and chaos tests"
+	echo "deps: installing ${need[*]} (Debian packages) for the differential, browser and chaos tests"
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
 	$sudo apt-get update -qq

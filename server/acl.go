@@ -97,6 +97,21 @@ func (c *conn) aclAllows(name string, args [][]byte) bool {
 	if d.Reason == acl.DeniedNone {
 		return true
 	}
+	if d.Reason == acl.DeniedCmd && cmd != nil && len(cmd.Subs) > 0 && len(args) > 1 {
+		// The table knows the container but not this subcommand: Redis
+		// 7.0 answers "unknown subcommand" before it looks at the rules,
+		// and logs nothing. (CLIENT SETINFO, which deadbolt has from Redis
+		// 7.2, is unknown to 7.0's table: a restricted user gets 7.0's
+		// answer, which clients that send it at connect time ignore.)
+		c.reject(name, "ERR unknown subcommand '"+truncate(string(args[1]), 128)+"'. Try "+strings.ToUpper(string(args[0]))+" HELP.")
+		return false
+	}
+	if d.Reason == acl.DeniedCmd && cmd != nil && cmd.Parent != nil && !arityOK(cmd.Arity, len(args)) {
+		// So is a known subcommand's arity (dispatch checked the
+		// container's).
+		c.reject(name, fsm.WrongArity(cmd.Name))
+		return false
+	}
 	ctx := "toplevel"
 	if c.multi != nil {
 		ctx = "multi"
@@ -105,7 +120,13 @@ func (c *conn) aclAllows(name string, args [][]byte) bool {
 	var msg string
 	switch d.Reason {
 	case acl.DeniedCmd:
-		msg = "NOPERM this user has no permissions to run the '" + c.lastCmd + "' command"
+		// The table's name: "sentinel|masters" as a Redis Sentinel says,
+		// where the server's own command table (COMMAND) has no SENTINEL.
+		what := c.lastCmd
+		if cmd != nil {
+			what = cmd.Name
+		}
+		msg = "NOPERM this user has no permissions to run the '" + what + "' command"
 	case acl.DeniedKey:
 		msg = "NOPERM this user has no permissions to access one of the keys used as arguments"
 	default:
@@ -544,7 +565,7 @@ func (c *conn) userNameLocked() string {
 // command no longer allowed is replaced by one that answers Redis's
 // NOPERM in its place (fsm's __denied), and the others run. It reports
 // false, having answered, when the user is gone.
-func (c *conn) recheckQueued(queued [][][]byte) bool {
+func (c *conn) recheckQueued(m *multiState) bool {
 	if c.member {
 		return true
 	}
@@ -555,7 +576,7 @@ func (c *conn) recheckQueued(queued [][][]byte) bool {
 	if c.user.Unrestricted() {
 		return true
 	}
-	for i, args := range queued {
+	for i, args := range m.queued {
 		cmd := acl.LookupArgs(args)
 		d := c.user.Check(cmd, args)
 		if d.Reason == acl.DeniedNone {
@@ -571,7 +592,11 @@ func (c *conn) recheckQueued(queued [][][]byte) bool {
 		default:
 			why = "no permission to access one of the channels used as arguments"
 		}
-		queued[i] = fsm.DeniedCommand("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + why)
+		if i < len(m.local) && m.local[i] != nil {
+			m.local[i] = nil // now the state machine's to answer
+			m.nlocal--
+		}
+		m.queued[i] = fsm.DeniedCommand("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + why)
 	}
 	return true
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"github.com/deadbolt/deadbolt/acl"
 	"math"
 	"strconv"
@@ -132,6 +133,12 @@ func cmdWait(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
+	if c.execing != nil {
+		// Inside EXEC Redis does not block: it answers how many replicas
+		// have acknowledged so far. A millisecond is as close as a count
+		// taken on the leader comes (multi.go).
+		timeout = time.Millisecond
+	}
 	// A cluster's followers forward writes, and WAIT, to the leader.
 	if _, fwd := c.srv.backend.(Waiter); !fwd && c.srv.role() != "master" {
 		c.reply(resp.Err("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."))
@@ -209,7 +216,25 @@ func cmdLastSave(c *conn, _ [][]byte) { c.reply(resp.IntReply(c.srv.adm.lastSave
 
 // save asks the backend for a snapshot, if it can take one; an in-memory
 // node has nothing to write.
+// InMemory is implemented by a backend that keeps nothing on disk (a
+// single node without --data-dir): SAVE and BGSAVE say that nothing is
+// saved instead of pretending.
+type InMemory interface {
+	InMemory() bool
+}
+
+// errNothingSaved is SAVE's and BGSAVE's answer on a node without a disk.
+var errNothingSaved = errors.New("this node keeps its data in memory only (started without --data-dir): nothing is saved, and a restart starts empty")
+
+func (s *Server) inMemory() bool {
+	m, ok := s.backend.(InMemory)
+	return ok && m.InMemory()
+}
+
 func (s *Server) save() error {
+	if s.inMemory() {
+		return errNothingSaved
+	}
 	if sv, ok := s.backend.(Saver); ok {
 		ctx, cancel := context.WithTimeout(s.adm.ctx, s.cfg.CommandTimeout)
 		defer cancel()
@@ -236,6 +261,10 @@ func cmdBgSave(c *conn, args [][]byte) {
 		return
 	}
 	s := c.srv
+	if s.inMemory() {
+		c.reply(resp.Err(errorText(errNothingSaved)))
+		return
+	}
 	go func() {
 		if err := s.save(); err != nil {
 			s.cfg.Logger.Warn("server: BGSAVE failed", "err", err)
@@ -287,7 +316,14 @@ func cmdMemory(c *conn, args [][]byte) {
 	}
 	switch sub {
 	case "usage":
-		c.reply(resp.Err("ERR MEMORY USAGE is not supported by deadbolt"))
+		// The state machine's (fsm/memusage.go): inside MULTI it is queued
+		// with the keyspace commands (multi.go).
+		res, err := c.srv.backend.Read(context.Background(), fsm.Command{DB: c.db, Args: fsm.MemoryUsageArgs(args[2:]), User: c.scriptUser()})
+		if err != nil {
+			c.reply(resp.Err(errorText(err)))
+			return
+		}
+		c.reply(res.Reply)
 	case "stats":
 		m := readMem()
 		keys := 0

@@ -85,9 +85,13 @@ func (c *conn) endCommand(took time.Duration) {
 // liveView is the connection's state; only its own goroutine may call it.
 func (c *conn) liveView() connView {
 	v := connView{db: c.db, multi: -1, cmd: c.lastCmd, readonly: c.adm.readonly, noEvict: c.adm.noEvict, noTouch: c.adm.noTouch}
-	if c.multi != nil {
-		v.multi = len(c.multi.queued)
-		for _, q := range c.multi.queued {
+	m := c.multi
+	if m == nil {
+		m = c.execing
+	}
+	if m != nil {
+		v.multi = len(m.queued)
+		for _, q := range m.queued {
 			for _, a := range q {
 				v.multiMem += len(a)
 			}

@@ -15,6 +15,7 @@ func init() {
 	registerConn(
 		connSpec{name: cluster.ForwardCommand, arity: 3, flags: connAdmin, fn: cmdForward},
 		connSpec{name: cluster.AppliedCommand, arity: 1, flags: connAdmin, fn: cmdApplied},
+		connSpec{name: cluster.StatusCommand, arity: 1, flags: connAdmin, fn: cmdMemberStatus},
 		connSpec{name: "raft", arity: -2, flags: connAdmin, fn: cmdRaft},
 	)
 }
@@ -47,8 +48,22 @@ func cmdApplied(c *conn, _ [][]byte) {
 	c.reply(resp.BulkString(strconv.FormatUint(rn.AppliedIndex(), 10)))
 }
 
+// cmdMemberStatus answers another member's status page (httpapi) with
+// this node's Raft state.
+func cmdMemberStatus(c *conn, _ [][]byte) {
+	if c.membersOnly() {
+		return
+	}
+	rn, ok := c.srv.backend.(*cluster.Node)
+	if !ok {
+		c.reply(resp.Err(msgNotClustered))
+		return
+	}
+	c.reply(rn.StatusReply())
+}
+
 // cmdRaft: RAFT JOIN id raftaddr | REMOVE id | MEMBERS | LEADER | TRANSFER
-// | SNAPSHOT. Membership changes run on the leader; a follower answers
+// | SNAPSHOT | BACKUP (cmd_backup.go). Membership changes run on the leader; a follower answers
 // with the leader's address.
 func cmdRaft(c *conn, args [][]byte) {
 	rn, ok := c.srv.backend.(*cluster.Node)
@@ -95,6 +110,8 @@ func cmdRaft(c *conn, args [][]byte) {
 			return
 		}
 		c.reply(resp.OK)
+	case sub == "backup" && len(args) == 2:
+		raftBackup(c, rn, args)
 	case sub == "snapshot" && len(args) == 2:
 		if err := rn.Snapshot(); err != nil {
 			c.reply(resp.Err("ERR " + err.Error()))
@@ -128,7 +145,7 @@ func cmdRaft(c *conn, args [][]byte) {
 		}
 		c.reply(resp.ArrayReply(resp.BulkString(id), resp.BulkString(addr)))
 	default:
-		c.reply(resp.Err("ERR unknown RAFT subcommand or wrong number of arguments; try RAFT JOIN id raftaddr | REMOVE id | MEMBERS | LEADER | TRANSFER | SNAPSHOT"))
+		c.reply(resp.Err("ERR unknown RAFT subcommand or wrong number of arguments; try RAFT JOIN id raftaddr | REMOVE id | MEMBERS | LEADER | TRANSFER | SNAPSHOT | BACKUP"))
 	}
 }
 

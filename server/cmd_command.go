@@ -1,8 +1,8 @@
 package server
 
 import (
+	"github.com/deadbolt/deadbolt/acl"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -33,7 +33,7 @@ type cmdRow struct {
 	first, last, step int
 	acl               string // ACL categories without '@', space separated
 	tips              string // space separated
-	keys              string // key specs, see parseKeySpecs
+	keys              string // key specs, see acl.ParseKeySpecs
 	group, since      string
 	summary           string
 }
@@ -41,24 +41,8 @@ type cmdRow struct {
 // cmdDoc is a row with its key specs decoded and its subcommands.
 type cmdDoc struct {
 	cmdRow
-	specs []keySpec
+	specs []acl.KeySpec
 	subs  []*cmdDoc // in name order
-}
-
-// keySpec is a Redis 7 key specification: where the keys of a command
-// start (begin search) and how many follow (find keys).
-type keySpec struct {
-	notes string
-	flags []string
-
-	begin     byte // 'i' index, 'k' keyword, 'u' unknown
-	index     int
-	keyword   string
-	startFrom int
-
-	find byte // 'r' range, 'n' keynum, 'u' unknown
-	// range: lastkey, keystep, limit; keynum: keynumidx, firstkey, keystep
-	a, b, c int
 }
 
 var (
@@ -72,7 +56,7 @@ func docs() map[string]*cmdDoc {
 		docByName = make(map[string]*cmdDoc, len(redisCommands))
 		all := make([]cmdDoc, len(redisCommands))
 		for i, row := range redisCommands {
-			all[i] = cmdDoc{cmdRow: row, specs: parseKeySpecs(row.keys)}
+			all[i] = cmdDoc{cmdRow: row, specs: acl.ParseKeySpecs(row.keys)}
 			docByName[row.name] = &all[i]
 		}
 		for i := range all {
@@ -88,49 +72,6 @@ func docs() map[string]*cmdDoc {
 		}
 	})
 	return docByName
-}
-
-// parseKeySpecs decodes the table's key spec notation: specs separated by
-// ';', each "flags|begin|find[|notes]" where begin is iN (index N),
-// kWORD,N (keyword WORD searched from N) or u (unknown), and find is
-// rLAST,STEP,LIMIT (range), nIDX,FIRST,STEP (keynum) or u (unknown).
-func parseKeySpecs(s string) []keySpec {
-	if s == "" {
-		return nil
-	}
-	var out []keySpec
-	for _, one := range strings.Split(s, ";") {
-		parts := strings.SplitN(one, "|", 4)
-		ks := keySpec{flags: strings.Fields(parts[0])}
-		if len(parts) == 4 {
-			ks.notes = parts[3]
-		}
-		b := parts[1]
-		ks.begin = b[0]
-		switch ks.begin {
-		case 'i':
-			ks.index = atoi(b[1:])
-		case 'k':
-			word, from, _ := strings.Cut(b[1:], ",")
-			ks.keyword, ks.startFrom = word, atoi(from)
-		}
-		f := parts[2]
-		ks.find = f[0]
-		if ks.find != 'u' {
-			n := strings.Split(f[1:], ",")
-			ks.a, ks.b, ks.c = atoi(n[0]), atoi(n[1]), atoi(n[2])
-		}
-		out = append(out, ks)
-	}
-	return out
-}
-
-func atoi(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		panic("server: bad number in command table: " + s)
-	}
-	return n
 }
 
 // hasSubcommands reports whether name is a container command (CLIENT,
@@ -345,7 +286,7 @@ func (cmd *command) acl() []string {
 
 // keySpecs returns the command's key specs: Redis's, or one made from its
 // key positions.
-func (cmd *command) keySpecs() []keySpec {
+func (cmd *command) keySpecs() []acl.KeySpec {
 	if cmd.doc != nil {
 		return cmd.doc.specs
 	}
@@ -360,7 +301,7 @@ func (cmd *command) keySpecs() []keySpec {
 	if last >= 0 {
 		last -= cmd.first
 	}
-	return []keySpec{{flags: flags, begin: 'i', index: cmd.first, find: 'r', a: last, b: max(cmd.step, 1)}}
+	return []acl.KeySpec{{Flags: flags, Begin: 'i', Index: cmd.first, Find: 'r', A: last, B: max(cmd.step, 1)}}
 }
 
 // info is the command's COMMAND INFO entry.
@@ -388,7 +329,7 @@ func docInfo(d *cmdDoc, arity, first, last, step int, flags []string) resp.Reply
 	return commandInfoReply(d.name, arity, flags, first, last, step, acl, strings.Fields(d.tips), d.specs, nil)
 }
 
-func commandInfoReply(name string, arity int, flags []string, first, last, step int, acl, tips []string, specs []keySpec, subs []resp.Reply) resp.Reply {
+func commandInfoReply(name string, arity int, flags []string, first, last, step int, acl, tips []string, specs []acl.KeySpec, subs []resp.Reply) resp.Reply {
 	fl := make([]resp.Reply, len(flags))
 	for i, f := range flags {
 		fl[i] = resp.StatusReply(f)
@@ -403,7 +344,7 @@ func commandInfoReply(name string, arity int, flags []string, first, last, step 
 	}
 	ks := make([]resp.Reply, len(specs))
 	for i, s := range specs {
-		ks[i] = s.reply()
+		ks[i] = specReply(s)
 	}
 	// Redis answers no subcommands with an empty set, some with an array.
 	sub := resp.SetReply()
@@ -417,35 +358,35 @@ func commandInfoReply(name string, arity int, flags []string, first, last, step 
 	)
 }
 
-func (s keySpec) reply() resp.Reply {
+func specReply(s acl.KeySpec) resp.Reply {
 	var out []resp.Reply
-	if s.notes != "" {
-		out = append(out, resp.BulkString("notes"), resp.BulkString(s.notes))
+	if s.Notes != "" {
+		out = append(out, resp.BulkString("notes"), resp.BulkString(s.Notes))
 	}
-	fl := make([]resp.Reply, len(s.flags))
-	for i, f := range s.flags {
+	fl := make([]resp.Reply, len(s.Flags))
+	for i, f := range s.Flags {
 		fl[i] = resp.StatusReply(f)
 	}
 	out = append(out, resp.BulkString("flags"), resp.SetReply(fl...))
 
 	var begin resp.Reply
-	switch s.begin {
+	switch s.Begin {
 	case 'i':
-		begin = typedSpec("index", resp.BulkString("index"), resp.IntReply(int64(s.index)))
+		begin = typedSpec("index", resp.BulkString("index"), resp.IntReply(int64(s.Index)))
 	case 'k':
-		begin = typedSpec("keyword", resp.BulkString("keyword"), resp.BulkString(s.keyword),
-			resp.BulkString("startfrom"), resp.IntReply(int64(s.startFrom)))
+		begin = typedSpec("keyword", resp.BulkString("keyword"), resp.BulkString(s.Keyword),
+			resp.BulkString("startfrom"), resp.IntReply(int64(s.StartFrom)))
 	default:
 		begin = typedSpec("unknown")
 	}
 	var find resp.Reply
-	switch s.find {
+	switch s.Find {
 	case 'r':
-		find = typedSpec("range", resp.BulkString("lastkey"), resp.IntReply(int64(s.a)),
-			resp.BulkString("keystep"), resp.IntReply(int64(s.b)), resp.BulkString("limit"), resp.IntReply(int64(s.c)))
+		find = typedSpec("range", resp.BulkString("lastkey"), resp.IntReply(int64(s.A)),
+			resp.BulkString("keystep"), resp.IntReply(int64(s.B)), resp.BulkString("limit"), resp.IntReply(int64(s.C)))
 	case 'n':
-		find = typedSpec("keynum", resp.BulkString("keynumidx"), resp.IntReply(int64(s.a)),
-			resp.BulkString("firstkey"), resp.IntReply(int64(s.b)), resp.BulkString("keystep"), resp.IntReply(int64(s.c)))
+		find = typedSpec("keynum", resp.BulkString("keynumidx"), resp.IntReply(int64(s.A)),
+			resp.BulkString("firstkey"), resp.IntReply(int64(s.B)), resp.BulkString("keystep"), resp.IntReply(int64(s.C)))
 	default:
 		find = typedSpec("unknown")
 	}
@@ -643,7 +584,7 @@ func commandGetKeys(c *conn, argv [][]byte, withFlags bool) {
 		c.reply(resp.Err("ERR Invalid number of arguments specified for command"))
 		return
 	}
-	keys, ok := keysFromSpecs(specs, argv)
+	keys, ok := acl.FindKeys(specs, argv)
 	if !ok || len(keys) == 0 {
 		for _, f := range flags {
 			if f == "no_mandatory_keys" {
@@ -657,84 +598,16 @@ func commandGetKeys(c *conn, argv [][]byte, withFlags bool) {
 	out := make([]resp.Reply, len(keys))
 	for i, k := range keys {
 		if !withFlags {
-			out[i] = resp.BulkReply(argv[k.pos])
+			out[i] = resp.BulkReply(argv[k.Pos])
 			continue
 		}
-		fl := make([]resp.Reply, len(k.flags))
-		for j, f := range k.flags {
+		fl := make([]resp.Reply, len(k.Flags))
+		for j, f := range k.Flags {
 			fl[j] = resp.StatusReply(f)
 		}
-		out[i] = resp.ArrayReply(resp.BulkReply(argv[k.pos]), resp.SetReply(fl...))
+		out[i] = resp.ArrayReply(resp.BulkReply(argv[k.Pos]), resp.SetReply(fl...))
 	}
 	c.reply(resp.ArrayReply(out...))
-}
-
-type keyRef struct {
-	pos   int
-	flags []string
-}
-
-// keysFromSpecs finds the key arguments of argv as Redis's
-// getKeysUsingKeySpecs does. ok is false when a spec points outside the
-// arguments.
-func keysFromSpecs(specs []keySpec, argv [][]byte) ([]keyRef, bool) {
-	argc := len(argv)
-	var keys []keyRef
-	for _, s := range specs {
-		first := 0
-		switch s.begin {
-		case 'i':
-			first = s.index
-		case 'k':
-			start, end, dir := s.startFrom, argc-1, 1
-			if s.startFrom <= 0 {
-				start, end, dir = argc+s.startFrom, 0, -1
-			}
-			for i := start; i != end && i >= 1 && i < argc; i += dir {
-				if strings.EqualFold(string(argv[i]), s.keyword) {
-					first = i + 1
-					break
-				}
-			}
-			if first == 0 {
-				continue
-			}
-		default:
-			continue
-		}
-		last, step := 0, 1
-		switch s.find {
-		case 'r':
-			step = s.b
-			switch {
-			case s.a >= 0:
-				last = first + s.a
-			case s.c == 0:
-				last = argc + s.a
-			default:
-				last = first + (argc-first)/s.c + s.a
-			}
-		case 'n':
-			if first+s.a >= argc {
-				return nil, false
-			}
-			n, err := strconv.Atoi(string(argv[first+s.a]))
-			if err != nil || n < 0 {
-				return nil, false
-			}
-			first += s.b
-			last, step = first+n-1, s.c
-		default:
-			continue
-		}
-		if last >= argc || last < first || first >= argc || step <= 0 {
-			return nil, false
-		}
-		for i := first; i <= last; i += step {
-			keys = append(keys, keyRef{pos: i, flags: s.flags})
-		}
-	}
-	return keys, true
 }
 
 // redisCommands is Redis 7.0.15's command table (COMMAND INFO and COMMAND

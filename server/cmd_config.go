@@ -49,6 +49,7 @@ const maxInt32 = math.MaxInt32
 // reported so that tools and clients that read or set them work, but
 // change nothing.
 var configParams = []configParam{
+	{name: "aclfile", kind: pString, immutable: true},
 	{name: "acl-pubsub-default", kind: pEnum, def: "resetchannels", enum: []string{"allchannels", "resetchannels"}},
 	{name: "active-expire-effort", kind: pInt, def: "1", min: 1, max: 10},
 	{name: "activerehashing", kind: pBool, def: "yes"},
@@ -181,6 +182,9 @@ func (s *Server) configGet(p *configParam) string {
 	if set {
 		return v
 	}
+	if v, ok := s.cfg.ConfigParams[p.name]; ok {
+		return v
+	}
 	if v, ok := s.tlsConfigGet(p.name); ok {
 		return v
 	}
@@ -243,6 +247,12 @@ func cmdConfig(c *conn, args [][]byte) {
 		c.adm.stat = c.srv.cmdStats.table().slot(0, c.lastCmd)
 		c.reply(resp.OK)
 	case "rewrite":
+		if c.srv.cfg.ConfigParams["config"] != "" {
+			// --config: the file is the operator's, and CONFIG SET's
+			// replicated changes live in the log, not in it.
+			c.reply(resp.Err("ERR CONFIG REWRITE is not supported: deadbolt does not write its configuration file"))
+			return
+		}
 		c.reply(resp.Err("ERR The server is running without a config file"))
 	case "help":
 		c.reply(helpReply("CONFIG", []string{
@@ -276,13 +286,18 @@ func configGetCmd(c *conn, patterns [][]byte) {
 	for _, pat := range patterns {
 		lower := strings.ToLower(string(pat))
 		if !strings.ContainsAny(lower, "[*?") {
-			if p := paramByName[lower]; p != nil {
+			if p := c.srv.lookupParam(lower); p != nil {
 				add(string(pat), p)
 			}
 			continue
 		}
 		for i := range configParams {
 			p := &configParams[i]
+			if globMatch(lower, p.name) {
+				add(p.name, p)
+			}
+		}
+		for _, p := range c.srv.ownParams() {
 			if globMatch(lower, p.name) {
 				add(p.name, p)
 			}
@@ -307,7 +322,7 @@ func configSetCmd(c *conn, pairs [][]byte) {
 	seen := make(map[string]bool)
 	for i := 0; i < len(pairs); i += 2 {
 		arg := string(pairs[i])
-		p := paramByName[strings.ToLower(arg)]
+		p := c.srv.lookupParam(strings.ToLower(arg))
 		if p == nil {
 			c.reply(resp.Err("ERR Unknown option or number of arguments for CONFIG SET - '" + truncate(arg, 128) + "'"))
 			return

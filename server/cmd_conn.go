@@ -237,19 +237,26 @@ func cmdExec(c *conn, _ [][]byte) {
 		c.reply(resp.Err(msgExecAbort))
 		return
 	}
-	if !c.recheckQueued(m.queued) {
+	if !c.recheckQueued(m) {
 		return
 	}
-	cmd := fsm.Command{DB: c.db, Tx: m.queued, Watch: watches, User: c.scriptUser()}
+	cmd := fsm.Command{DB: c.db, Tx: m.keyspaceTx(), Watch: watches, User: c.scriptUser()}
 	if cmd.Tx == nil {
 		cmd.Tx = [][][]byte{}
 	}
+	var (
+		res fsm.Result
+		err error
+	)
 	if !txWrites(cmd.Tx) {
-		res, err := c.srv.backend.Read(context.Background(), cmd)
-		c.finishExec(res, err)
-		return
+		res, err = c.srv.backend.Read(context.Background(), cmd)
+	} else {
+		res, err = c.srv.backend.Apply(context.Background(), cmd)
 	}
-	res, err := c.srv.backend.Apply(context.Background(), cmd)
+	if m.nlocal > 0 && err == nil && res.Reply.Type == resp.Array {
+		// The keyspace part ran; now the connection commands (multi.go).
+		res.Reply = c.mergeExec(m, cmd.DB, res.DB, res.Reply.Elems)
+	}
 	c.finishExec(res, err)
 }
 

@@ -16,7 +16,7 @@ import (
 // read-indexed in a cluster, like GET), to which this node adds the
 // waiters subscribed here and on the other members.
 func init() {
-	registerConn(connSpec{name: "deadbolt", arity: -2, flags: mayBlock, fn: cmdDeadbolt})
+	registerConn(connSpec{name: "deadbolt", arity: -2, flags: mayBlock | noMulti, fn: cmdDeadbolt}) // a read of the whole keyspace: not at a place in a transaction
 }
 
 var deadboltHelp = []string{
@@ -54,8 +54,19 @@ const askTimeout = 500 * time.Millisecond
 // deadboltLocks reads the locks through the backend and adds to each the
 // waiters subscribed to its channels on every member that answers.
 func deadboltLocks(c *conn, opts [][]byte) resp.Reply {
-	cmd := fsm.Command{DB: c.db, Args: append([][]byte{[]byte(fsm.LocksCommand)}, opts...)}
-	res, err := c.srv.backend.Read(context.Background(), cmd)
+	return c.srv.locks(context.Background(), c.db, opts)
+}
+
+// Locks answers DEADBOLT LOCKS with options opts (MATCH, KIND, COUNT, as
+// the command's arguments) for a caller without a connection: the status
+// page and its JSON API (httpapi). ctx bounds the read.
+func (s *Server) Locks(ctx context.Context, opts [][]byte) resp.Reply {
+	return s.locks(ctx, 0, opts)
+}
+
+func (s *Server) locks(ctx context.Context, db int, opts [][]byte) resp.Reply {
+	cmd := fsm.Command{DB: db, Args: append([][]byte{[]byte(fsm.LocksCommand)}, opts...)}
+	res, err := s.backend.Read(ctx, cmd)
 	if err != nil {
 		return resp.Err(errorText(err))
 	}
@@ -69,13 +80,13 @@ func deadboltLocks(c *conn, opts [][]byte) resp.Reply {
 	for _, lock := range r.Elems {
 		for _, ch := range lockChannels(lock) {
 			if _, seen := counts[string(ch.Str)]; !seen {
-				counts[string(ch.Str)] = int64(c.srv.hub.numSub(subChannel, string(ch.Str)) + c.srv.hub.numSub(subShard, string(ch.Str)))
+				counts[string(ch.Str)] = int64(s.hub.numSub(subChannel, string(ch.Str)) + s.hub.numSub(subShard, string(ch.Str)))
 				chans = append(chans, ch.Str)
 			}
 		}
 	}
 	nodes := int64(1)
-	if a, ok := c.srv.backend.(MemberAsker); ok && len(chans) > 0 {
+	if a, ok := s.backend.(MemberAsker); ok && len(chans) > 0 {
 		nodes += askWaiters(a, chans, counts)
 	}
 	for i := range r.Elems {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/deadbolt/deadbolt/acl"
 	"strings"
 	"testing"
 
@@ -142,13 +143,13 @@ func TestKeysFromSpecs(t *testing.T) {
 		return out
 	}
 	positions := func(specs string, args string) string {
-		keys, ok := keysFromSpecs(parseKeySpecs(specs), argv(args))
+		keys, ok := acl.FindKeys(acl.ParseKeySpecs(specs), argv(args))
 		if !ok {
 			return "invalid"
 		}
 		var out []string
 		for _, k := range keys {
-			out = append(out, string(argv(args)[k.pos]))
+			out = append(out, string(argv(args)[k.Pos]))
 		}
 		return strings.Join(out, ",")
 	}
@@ -185,8 +186,8 @@ func TestCommandTableRows(t *testing.T) {
 		if parent, _, ok := strings.Cut(row.name, "|"); ok && !seen[parent] && docs()[parent] == nil {
 			t.Errorf("%s has no parent row", row.name)
 		}
-		for _, ks := range parseKeySpecs(row.keys) {
-			if r := ks.reply(); r.Type != resp.Map || len(r.Elems)%2 != 0 {
+		for _, ks := range acl.ParseKeySpecs(row.keys) {
+			if r := specReply(ks); r.Type != resp.Map || len(r.Elems)%2 != 0 {
 				t.Errorf("%s: bad key spec", row.name)
 			}
 		}

@@ -33,6 +33,8 @@ type conn struct {
 	usersAt  *acl.Users // the table user was found in
 	member   bool       // another cluster member, authenticated by the cluster (member.go)
 	multi    *multiState
+	execing  *multiState   // the transaction EXEC is running (CLIENT INFO inside it)
+	capture  *[]resp.Reply // inside EXEC: where a queued connection command's reply goes
 	watches  []fsm.Watch
 	lastCmd  string
 	closing  bool // QUIT: close after the reply is written
@@ -57,11 +59,6 @@ type conn struct {
 	// lc is set when the event loop serves the connection (loop_linux.go);
 	// nc is then nil.
 	lc loopConn
-}
-
-type multiState struct {
-	queued [][][]byte
-	dirty  bool // a command failed to queue: EXEC answers EXECABORT
 }
 
 // newConn returns the connection for nc. With an event loop, nc's socket
@@ -210,6 +207,12 @@ func (c *conn) abort() {
 
 // reply queues one reply, unless CLIENT REPLY turned replies off.
 func (c *conn) reply(r resp.Reply) {
+	if c.capture != nil {
+		// An element of EXEC's array: an error there does not make EXEC
+		// fail, as a keyspace command's does not (multi.go).
+		*c.capture = append(*c.capture, r)
+		return
+	}
 	if r.Type == resp.Error {
 		c.adm.noteError(r.Str)
 	}

@@ -115,6 +115,19 @@ func (c *conn) dispatch(args [][]byte) {
 		c.reject(name, fsm.WrongArity(name))
 		return
 	}
+	if !c.authed && len(args) > 1 && hasSubcommands(name) {
+		// Redis finds an unknown subcommand, or a known one's wrong
+		// number of arguments, before it asks for authentication.
+		d := docs()[name+"|"+strings.ToLower(string(args[1]))]
+		if d == nil || len(args[1]) > 64 {
+			c.reject(name, "ERR unknown subcommand '"+truncate(string(args[1]), 128)+"'. Try "+strings.ToUpper(string(args[0]))+" HELP.")
+			return
+		}
+		if !arityOK(d.arity, len(args)) {
+			c.reject(name, fsm.WrongArity(d.name))
+			return
+		}
+	}
 	if !c.authed && (!isConn || cs.flags&noAuth == 0) {
 		c.reject(name, msgNoAuth)
 		return
@@ -131,14 +144,7 @@ func (c *conn) dispatch(args [][]byte) {
 		return
 	}
 	if c.multi != nil && (spec != nil || cs.flags&multiCtl == 0) {
-		if spec == nil {
-			// A connection command inside MULTI that the state machine
-			// cannot run as part of the transaction.
-			c.reject(name, "ERR '"+name+"' is not supported inside MULTI")
-			return
-		}
-		c.multi.queued = append(c.multi.queued, copyArgs(args))
-		c.reply(resp.Queued)
+		c.queue(spec, cs, name, args) // multi.go
 		return
 	}
 	if isConn {

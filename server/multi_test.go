@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -26,10 +27,100 @@ func TestMultiExec(t *testing.T) {
 	c.must(okReply, "select", "0")
 	c.must(nilReply, "get", "in2")
 
-	// A command only the server answers cannot be part of a transaction.
+	// Connection commands that wait or change the connection's mode are
+	// refused inside MULTI (Redis queues them).
 	c.must(okReply, "multi")
-	c.mustErr("ERR 'client' is not supported inside MULTI", "client", "id")
+	c.mustErr("ERR 'waitaof' is not supported inside MULTI", "waitaof", "0", "0", "0")
+	c.mustErr("ERR 'subscribe' is not supported inside MULTI", "subscribe", "ch")
 	c.mustErr("EXECABORT Transaction discarded because of previous errors.", "exec")
+}
+
+// TestMultiConnectionCommands checks what the differential transcript
+// cannot: the orders deadbolt refuses because it runs a transaction's
+// connection commands after its keyspace part, and the connection state
+// those commands see inside EXEC.
+func TestMultiConnectionCommands(t *testing.T) {
+	s := newTestServer(t)
+	c := dial(t, s.addr)
+
+	// A setting that changes what keyspace commands do may not be followed
+	// by one; after the last one it is fine.
+	c.must(okReply, "multi")
+	c.must(status("QUEUED"), "config", "set", "notify-keyspace-events", "KEA")
+	c.must(status("QUEUED"), "ping") // touches no key
+	c.mustErr("ERR 'get' cannot follow 'config|set' in a transaction: deadbolt runs a transaction's connection commands after its keyspace commands", "get", "k")
+	c.mustErr("EXECABORT Transaction discarded because of previous errors.", "exec")
+	c.must(arr(bulk("notify-keyspace-events"), bulk("")), "config", "get", "notify-keyspace-events")
+	c.must(okReply, "multi")
+	c.must(status("QUEUED"), "set", "k", "1")
+	c.must(status("QUEUED"), "config", "set", "notify-keyspace-events", "KEA")
+	c.must(arr(okReply, okReply), "exec")
+	c.must(arr(bulk("notify-keyspace-events"), bulk("AKE")), "config", "get", "notify-keyspace-events")
+	// A setting kept by the server alone does not matter to keyspace commands.
+	c.must(okReply, "multi")
+	c.must(status("QUEUED"), "config", "set", "maxmemory-policy", "allkeys-lru")
+	c.must(status("QUEUED"), "incr", "k")
+	c.must(arr(okReply, integer(2)), "exec")
+	c.must(okReply, "config", "set", "maxmemory-policy", "noeviction")
+
+	// What reads keyspace state may be followed by reads, not by writes.
+	c.must(okReply, "multi")
+	c.must(status("QUEUED"), "info", "keyspace")
+	c.must(status("QUEUED"), "get", "k")
+	c.mustErr("ERR 'set' cannot follow 'info' in a transaction: deadbolt runs a transaction's connection commands after its keyspace commands", "set", "k", "2")
+	c.mustErr("EXECABORT Transaction discarded because of previous errors.", "exec")
+	c.must(okReply, "multi")
+	c.must(status("QUEUED"), "info", "server", "clients") // nothing a write changes
+	c.must(status("QUEUED"), "set", "k", "2")
+	if r := c.do("exec"); len(r.Elems) != 2 || !strings.Contains(string(r.Elems[0].Str), "redis_version:") {
+		t.Fatalf("EXEC: %q", r)
+	}
+	c.must(okReply, "multi")
+	c.must(status("QUEUED"), "info", "keyspace")
+	c.must(status("QUEUED"), "get", "k")
+	r := c.do("exec")
+	if len(r.Elems) != 2 || !strings.Contains(string(r.Elems[0].Str), "db0:keys=1,") || string(r.Elems[1].Str) != "2" {
+		t.Fatalf("EXEC: %q", r)
+	}
+
+	// Inside EXEC a connection command sees the database the SELECTs
+	// before it chose, and the transaction as CLIENT INFO shows it.
+	c.must(okReply, "multi")
+	c.must(status("QUEUED"), "select", "3")
+	c.must(status("QUEUED"), "client", "info")
+	c.must(status("QUEUED"), "select", "4")
+	r = c.do("exec")
+	if len(r.Elems) != 3 {
+		t.Fatalf("EXEC: %q", r)
+	}
+	info := string(r.Elems[1].Str)
+	for _, want := range []string{" db=3 ", " multi=3 ", " flags=x ", " cmd=exec "} {
+		if !strings.Contains(info, want) {
+			t.Errorf("CLIENT INFO inside EXEC %q lacks %q", info, want)
+		}
+	}
+	// An error inside EXEC's array does not make EXEC fail (statistics).
+	c.must(okReply, "config", "resetstat")
+	c.must(okReply, "multi")
+	c.must(status("QUEUED"), "client", "setname", "a b")
+	if r := c.do("exec"); len(r.Elems) != 1 || !r.Elems[0].IsError() {
+		t.Fatalf("EXEC: %q", r)
+	}
+	execLine := ""
+	for _, l := range strings.Split(c.do("info", "commandstats").String(), "\r\n") {
+		if strings.HasPrefix(l, "cmdstat_exec:") {
+			execLine = l
+		}
+	}
+	if !strings.HasPrefix(execLine, "cmdstat_exec:calls=1,") || !strings.HasSuffix(execLine, ",failed_calls=0") {
+		t.Errorf("EXEC with an error inside: %q, want 1 call, not failed", execLine)
+	}
+	info = c.do("client", "info").String()
+	for _, want := range []string{" db=4 ", " multi=-1 ", " flags=N "} {
+		if !strings.Contains(info, want) {
+			t.Errorf("CLIENT INFO after EXEC %q lacks %q", info, want)
+		}
+	}
 }
 
 func TestMultiErrors(t *testing.T) {

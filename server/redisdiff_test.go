@@ -276,3 +276,31 @@ func TestRedisDiffShutdownCloses(t *testing.T) {
 		})
 	}
 }
+
+// Before a client has authenticated, Redis 7.0's dispatcher answers an
+// unknown command, an unknown subcommand and a wrong number of arguments
+// (a known subcommand's too) before NOAUTH; so does deadbolt.
+func TestRedisDiffBeforeAuth(t *testing.T) {
+	redisAddr := testredis.Start(t)
+	s := newTestServer(t)
+	cmds := split("CLIENT NOSUCH", "CONFIG NOSUCH x", "OBJECT NOSUCH k", "CLIENT KILL", "CONFIG GET",
+		"CONFIG SET maxclients", "GET", "NOSUCH a", "CLIENT ID", "CONFIG GET maxclients", "GET k",
+		"CLIENT SETINFO LIB-NAME x", "AUTH secret", "CLIENT NOSUCH", "CLIENT KILL")
+	replies := map[string][]string{}
+	for name, addr := range map[string]string{"redis": redisAddr, "deadbolt": s.addr} {
+		dial(t, addr).doRaw("config", "set", "requirepass", "secret")
+		c := dial(t, addr) // opened after the password: not authenticated
+		for _, cmd := range cmds {
+			replies[name] = append(replies[name], c.doRaw(cmd...))
+		}
+	}
+	for i, cmd := range cmds {
+		if r, d := replies["redis"][i], replies["deadbolt"][i]; r != d {
+			// CLIENT SETINFO is Redis 7.2's; 7.0 does not know it.
+			if cmd[0] == "CLIENT" && cmd[1] == "SETINFO" && d == "-NOAUTH Authentication required.\r\n" {
+				continue
+			}
+			t.Errorf("%q before AUTH:\n deadbolt %q\n    redis %q", cmd, d, r)
+		}
+	}
+}

@@ -54,6 +54,12 @@ type Config struct {
 	CommandTimeout    time.Duration // how long a command may wait for the backend; 10 s
 	Logger            *slog.Logger
 	Version           string // deadbolt's own version, reported by INFO
+	// ConfigParams are what CONFIG GET reports for parameters set at
+	// start that the server does not apply itself: Redis's (loglevel,
+	// dir, aclfile, tls-cluster), until CONFIG SET changes them, and
+	// deadbolt's own (the binary's other flags: data-dir, raft-addr, ...),
+	// which CONFIG GET shows and CONFIG SET refuses (config_own.go).
+	ConfigParams map[string]string
 	// Info adds sections to INFO (replication, cluster); optional.
 	Info InfoProvider
 	// ProtectedMode is Redis's protected-mode: without a password, clients
@@ -167,6 +173,7 @@ func New(cfg Config, backend Backend, hub *Hub) *Server {
 		runID:   newRunID(),
 	}
 	s.initAdmin()
+	s.slow.records.logger = cfg.Logger
 	return s
 }
 

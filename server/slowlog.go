@@ -46,6 +46,8 @@ type slowLog struct {
 	mu      sync.Mutex
 	nextID  int64
 	entries []slowEntry // oldest first
+
+	records slowRecords // "slow command" log records (slowlog_log.go)
 }
 
 // isSlow reports whether a command that took took goes in the log.
@@ -76,7 +78,6 @@ func (l *slowLog) add(c *conn, args [][]byte, took time.Duration) {
 	c.mu.Unlock()
 	max := int(min(l.maxLen.Load(), 1<<20))
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	e.id = l.nextID
 	l.nextID++
 	l.entries = append(l.entries, e)
@@ -85,6 +86,8 @@ func (l *slowLog) add(c *conn, args [][]byte, took time.Duration) {
 		clear(l.entries[n:])
 		l.entries = l.entries[:n]
 	}
+	l.mu.Unlock()
+	l.records.note(&e, e.args[0])
 }
 
 // slowArgs copies what an entry keeps of a command's arguments: at most

@@ -109,6 +109,8 @@ type cliTarget struct {
 	prefix    string
 	redisCLI  string
 	sentinels []string // sentinel mode: ask these for the master first
+	user      string   // the cell's ACL user (--user, --pass)
+	pass      string
 }
 
 // runCLI runs every transcript that lists mode against the target.
@@ -146,7 +148,9 @@ func runCLI(ctx context.Context, ts []*transcript, mode string, tg cliTarget, lo
 
 func sentinelMaster(ctx context.Context, tg cliTarget) (string, error) {
 	h, p, _ := net.SplitHostPort(tg.sentinels[0])
-	out, err := exec.CommandContext(ctx, tg.redisCLI, "-h", h, "-p", p, "SENTINEL", "get-master-addr-by-name", "mymaster").Output()
+	args := append([]string{"-h", h, "-p", p}, tg.authArgs()...)
+	args = append(args, "SENTINEL", "get-master-addr-by-name", "mymaster")
+	out, err := exec.CommandContext(ctx, tg.redisCLI, args...).Output()
 	if err != nil {
 		return "", fmt.Errorf("redis-cli SENTINEL get-master-addr-by-name: %w", err)
 	}
@@ -172,11 +176,20 @@ func (tg cliTarget) expandAll(ss []string) []string {
 
 func (tg cliTarget) baseArgs() []string {
 	h, p, _ := net.SplitHostPort(tg.addr)
-	args := []string{"-h", h, "-p", p, "--no-raw"}
+	args := append([]string{"-h", h, "-p", p, "--no-raw"}, tg.authArgs()...)
 	if tg.cluster {
 		args = append(args, "-c")
 	}
 	return args
+}
+
+// authArgs logs redis-cli in as the cell's user (without the warning
+// redis-cli prints about a password on its command line).
+func (tg cliTarget) authArgs() []string {
+	if tg.user == "" {
+		return nil
+	}
+	return []string{"--user", tg.user, "--pass", tg.pass, "--no-auth-warning"}
 }
 
 func (tg cliTarget) run(ctx context.Context, t *transcript, log io.Writer) error {

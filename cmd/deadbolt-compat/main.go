@@ -44,6 +44,7 @@ type runner struct {
 	bin, goClient, dir, python, node, redisCLI, redisServer string
 	goPinnedClient                                          string // compat/matrix/gopinned, a module of its own
 	logs                                                    string
+	password                                                string // every cell's ACL user's (users.go)
 	parallel                                                int
 	ci                                                      bool
 	missing                                                 map[string]string // kind -> why it cannot run
@@ -126,6 +127,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	r.topo = topo
+	r.password = newPassword()
+	usersAt := time.Now()
+	if err := r.createUsers(ctx, cells); err != nil {
+		return err
+	}
+	usersTook := time.Since(usersAt)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go r.terms.watch(watchCtx, topo.cluster)
@@ -145,6 +152,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
+	fmt.Fprintf(stdout, "compat: %d ACL users created in %v (one per cell; the cluster's through follower %s, in force on every node)\n",
+		len(cells), usersTook.Round(time.Millisecond), topo.direct)
 	fmt.Fprintf(stdout, "compat: check phase, %d runs\n", len(cells))
 	r.runChecks(ctx, cells, phaseCheck)
 
@@ -160,6 +169,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		r.runChecks(ctx, clusterCells, phaseAfter)
 	}
 
+	if n, path := r.dumpACLLog(ctx); n > 0 {
+		fmt.Fprintf(stdout, "compat: ACL LOG: %d entries on the servers (%s)\n", n, path)
+	}
 	if ch := r.terms.unplanned(began, time.Time{}); len(ch) > 0 {
 		fmt.Fprintf(stdout, "compat: unplanned leader changes (no node was killed): %s\n", describe(ch))
 	}

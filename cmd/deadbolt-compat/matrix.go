@@ -163,7 +163,9 @@ func (r *runner) env(c *cell, phase string) []string {
 		"COMPAT_PHASE":   map[string]string{phaseCheck: "check", phaseAfter: "check", phaseFailover: "failover"}[phase],
 		"COMPAT_STAGE":   phase,
 		"COMPAT_MASTER":  "mymaster",
-		"COMPAT_PREFIX":  fmt.Sprintf("compat:%s:%s:%d:", c.slug(), phase, time.Now().UnixNano()),
+		"COMPAT_PREFIX":  fmt.Sprintf("%s%s:%d:", c.keyPrefix(), phase, time.Now().UnixNano()),
+		"COMPAT_USER":    c.user(),
+		"COMPAT_PASS":    r.password,
 		"COMPAT_DEAD":    t.dead,
 		"COMPAT_TIMEOUT": fmt.Sprintf("%ds", int(r.runLimit(phase).Seconds())),
 	}
@@ -291,7 +293,8 @@ func (r *runner) missingDep(c *cell, phase, reason string) {
 
 func (r *runner) checkCLI(ctx context.Context, c *cell, phase string, log io.Writer) error {
 	t := r.topo
-	tg := cliTarget{redisCLI: r.redisCLI, prefix: fmt.Sprintf("compat:cli:%s:%s:%d:", c.col.name, phase, time.Now().UnixNano())}
+	tg := cliTarget{redisCLI: r.redisCLI, prefix: fmt.Sprintf("%s%s:%d:", c.keyPrefix(), phase, time.Now().UnixNano()),
+		user: c.user(), pass: r.password}
 	mode := c.col.mode
 	switch c.col.topo {
 	case "single":

@@ -40,11 +40,19 @@ func main() {
 	}
 }
 
-// run parses flags, starts a node and serves until ctx is done (or, for
-// "deadbolt locks", lists a node's locks).
+// subcommands are deadbolt's commands other than serving ("deadbolt
+// locks ...", "deadbolt backup ..."), each in a file of its own.
+var subcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
+	"locks": runLocks,
+}
+
+// run parses flags, starts a node and serves until ctx is done; or runs a
+// subcommand.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "locks" {
-		return runLocks(ctx, args[1:], stdout, stderr)
+	if len(args) > 0 {
+		if sub, ok := subcommands[args[0]]; ok {
+			return sub(ctx, args[1:], stdout, stderr)
+		}
 	}
 	fs := flag.NewFlagSet("deadbolt", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -53,20 +61,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		requirepass = fs.String("requirepass", "", "require clients to AUTH with this `password` (the default ACL user's)")
 		aclfile     = fs.String("aclfile", "", "ACL users from this `file`, in Redis's format (ACL LOAD reads it, ACL SAVE writes it)")
 		maxClients  = fs.Int("maxclients", 10000, "maximum number of client connections")
-		protected   = fs.String("protected-mode", "yes", "yes: without --requirepass, refuse clients from other than 127.0.0.1 and ::1, as Redis does; no: serve them")
-		maxBulk     = fs.Int64("proto-max-bulk-len", 512<<20, "largest bulk argument a client may send, in `bytes`")
-		logLevel    = fs.String("log-level", "info", "log level: debug, info, warn, error")
+		protected   = newChoice(fs, "protected-mode", "yes", "yes: without --requirepass, refuse clients from other than 127.0.0.1 and ::1, as Redis does; no: serve them", "yes", "no")
+		maxBulk     = byteSize(512 << 20)
+		logLevel    = newChoice(fs, "log-level", "info", "log level: debug, info, warn, error", "debug", "info", "warn", "error")
+		logFormat   = newChoice(fs, "log-format", "text", "log records as text (key=value) or json (one object a line)", "text", "json")
+		configFile  = fs.String("config", "", "read directives from this redis.conf-style `file`: each flag is a directive of the same name (\"data-dir /var/lib/deadbolt\"); flags on the command line win")
 		id          = fs.String("id", "", "this node's `name` in the cluster (default: the --addr value)")
 		raftAddr    = fs.String("raft-addr", "", "Raft transport address `host:port`; with --data-dir or --peers the node runs Raft")
 		dataDir     = fs.String("data-dir", "", "`directory` for the Raft log and snapshots; empty keeps everything in memory")
 		peers       = fs.String("peers", "", "bootstrap a new cluster: `id1=raftaddr1,id2=raftaddr2,...` (same value on every node; ignored once --data-dir holds state)")
 		join        = fs.String("join", "", "join a running cluster through a member's RESP `host:port`")
+		restoreFile = fs.String("restore", "", "start a new cluster from this backup `file` (deadbolt backup): only into an empty --data-dir (one started from this same file starts from what it holds); every node of --peers gets the same file")
 		snapEvery   = fs.Uint64("snapshot-threshold", 8192, "log entries between snapshots")
 		heartbeat   = fs.Duration("heartbeat-timeout", 500*time.Millisecond, "Raft: how long a follower waits for the leader before an election")
 		election    = fs.Duration("election-timeout", 500*time.Millisecond, "Raft: how long a candidate waits before a new election")
 		lease       = fs.Duration("leader-lease", 250*time.Millisecond, "Raft: how long a leader stays leader without hearing from a quorum")
 		diskStall   = fs.Duration("disk-stall-timeout", time.Second, "Raft: a leader whose own log sync has waited this long stops sending to its followers, so that they elect another (negative: never)")
-		minFreeDisk = fs.String("min-free-disk", "64mb", "refuse writes (MISCONF) while the --data-dir file system has less free space than this `size` (bytes, or with k, kb, m, mb, g, gb as Redis reads memory sizes), so that the log's housekeeping still has room; 0: only once the disk is full")
+		minFreeDisk = newSizeText(fs, "min-free-disk", "64mb", "refuse writes (MISCONF) while the --data-dir file system has less free space than this `size` (bytes, or with k, kb, m, mb, g, gb as Redis reads memory sizes), so that the log's housekeeping still has room; 0: only once the disk is full")
 		masterName  = fs.String("master-name", "mymaster", "the master `name` Sentinel clients ask for (the Raft leader)")
 		sentinelAt  = fs.String("sentinel-addr", "", "also serve on this `host:port` (such as 127.0.0.1:26379), for clients that expect Sentinels on a port of their own")
 		secretFile  = fs.String("cluster-secret-file", "", "`file` holding the cluster's shared secret (at least 16 bytes; the same on every member): every connection between members proves it before anything on it is read")
@@ -76,12 +87,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		tlsClKey    = fs.String("tls-cluster-key-file", "", "TLS between members: the key of --tls-cluster-cert-file (PEM `file`, possibly encrypted)")
 		tlsClPass   = fs.String("tls-cluster-key-file-pass", "", "TLS between members: the `passphrase` of an encrypted --tls-cluster-key-file (default: --tls-key-file-pass)")
 		showVersion = fs.Bool("version", false, "print the version and exit")
-		httpAddr    = fs.String("http-addr", "", "serve /metrics (Prometheus), /healthz and /readyz over HTTP on `host:port` (default: off); no authentication, so keep it on a private address")
+		httpAddr    = fs.String("http-addr", "", "serve the status page (/), /metrics (Prometheus), /healthz, /readyz and /api/ over HTTP on `host:port` (default: off); no authentication, so keep it on a private address")
 		tlsAddr     = fs.String("tls-addr", "", "also serve TLS clients on `host:port` (Redis's tls-port); with --addr \"\" only TLS")
 		tlsSentinel = fs.String("tls-sentinel-addr", "", "serve the Sentinel commands over TLS on `host:port`")
 		tlsOpts     tlsconf.Options
 		notifyKS    = fs.String("notify-keyspace-events", "", "keyspace notifications' `classes` (Redis's letters, such as KEA or Ex); replicated to every node, like CONFIG SET")
-		tlsPrefer   = fs.String("tls-prefer-server-ciphers", "no", "yes or no; accepted for Redis's sake: Go's TLS picks the cipher suite itself")
+		tlsPrefer   = newChoice(fs, "tls-prefer-server-ciphers", "no", "yes or no; accepted for Redis's sake: Go's TLS picks the cipher suite itself", "yes", "no")
 		gcPercent   = fs.Int("gc-percent", 400, "Go garbage collector target, as GOGC (which wins when set): heap growth in `percent` between collections; higher trades memory for CPU")
 		clockFile   = fs.String("clock-offset-file", "", "test only: add the offset in ms written in this `file` (re-read every 50 ms) to the node's clock, for fault injection")
 		stallFile   = fs.String("disk-stall-file", "", "test only: while this `file` exists, every sync of the Raft log waits (a stalled disk, for fault injection)")
@@ -96,12 +107,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&tlsOpts.Protocols, "tls-protocols", "", "TLS: `versions` to accept, such as \"TLSv1.2 TLSv1.3\" (the default)")
 	fs.StringVar(&tlsOpts.Ciphers, "tls-ciphers", "", "TLS 1.2 cipher suites, OpenSSL names separated by colons (default: Go's secure set)")
 	fs.StringVar(&tlsOpts.Ciphersuites, "tls-ciphersuites", "", "TLS 1.3 cipher suites, checked (Go always offers its three TLS 1.3 suites)")
+	fs.Var(&maxBulk, "proto-max-bulk-len", "largest bulk argument a client may send, in `bytes` (512mb, as redis.conf writes sizes, works too)")
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *configFile != "" {
+		cmdline := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { cmdline[f.Name] = true })
+		if err := loadConfigFile(fs, *configFile, cmdline); err != nil {
+			return err
+		}
 	}
 	if *showVersion {
 		fmt.Fprintln(stdout, "deadbolt", version)
@@ -111,7 +130,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("bad -log-level: %w", err)
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logger := newLogger(stderr, *logFormat, level)
 	if os.Getenv("GOGC") == "" {
 		// A lock server's live heap is small; collecting less often
 		// saves CPU on every request for a few times that memory.
@@ -131,12 +150,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *join != "" && *dataDir == "" {
 		return errors.New("--join needs --data-dir: a member that keeps nothing on disk would come back empty after a restart and join again under the same id")
 	}
-	if *protected != "yes" && *protected != "no" {
-		return fmt.Errorf("bad --protected-mode %q: want yes or no", *protected)
-	}
-	if *tlsPrefer != "yes" && *tlsPrefer != "no" {
-		return fmt.Errorf("bad --tls-prefer-server-ciphers %q: want yes or no", *tlsPrefer)
-	}
 	tlsOpts.PreferServerCiphers = *tlsPrefer == "yes"
 	if *addr == "" && *tlsAddr == "" {
 		return errors.New("--addr \"\" serves no clients without --tls-addr")
@@ -149,6 +162,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *tlsCluster && *raftAddr == "" && *dataDir == "" {
 		return errors.New("--tls-cluster needs a cluster member: --raft-addr or --data-dir")
+	}
+	var restore []byte
+	if *restoreFile != "" {
+		if restore, err = os.ReadFile(*restoreFile); err != nil {
+			return fmt.Errorf("--restore: %w", err)
+		}
+		if _, err := cluster.CheckBackup(restore); err != nil {
+			return fmt.Errorf("--restore %s: %w", *restoreFile, err)
+		}
 	}
 	var secret []byte
 	if *secretFile != "" {
@@ -185,7 +207,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ACLFile:               *aclfile,
 		ProtectedMode:         *protected == "yes",
 		MaxClients:            *maxClients,
-		MaxBulkLen:            *maxBulk,
+		MaxBulkLen:            int64(maxBulk),
 		Logger:                logger,
 		Version:               version,
 		ID:                    *id,
@@ -216,6 +238,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// process exits with the error, which names the file.
 		OnDiskFailure: func(err error) { stopServing(&diskFailure{err}) },
 		HTTPAddr:      *httpAddr,
+		Restore:       restore,
+		ConfigParams:  startupParams(fs, *logLevel, *dataDir, *aclfile, *tlsCluster),
 	})
 	if err != nil {
 		return err
@@ -224,7 +248,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"raft", *raftAddr != "" || *dataDir != "", "id", *id, "raft_addr", *raftAddr, "data_dir", *dataDir, "peers", *peers, "join", *join,
 		"members_authenticated", secret != nil || *tlsCluster, "members_tls", *tlsCluster)
 	if node.HTTPAddr() != "" {
-		logger.Info("serving HTTP: /metrics, /healthz, /readyz", "http_addr", node.HTTPAddr())
+		logger.Info("serving HTTP: the status page at /, /metrics, /healthz, /readyz, /api/status, /api/locks", "http_addr", node.HTTPAddr())
 	}
 	if node.TLSAddr() != "" || node.TLSSentinelAddr() != "" {
 		logger.Info("serving TLS", "tls_addr", node.TLSAddr(), "tls_sentinel", node.TLSSentinelAddr(), "auth_clients", tlsOpts.AuthClients)
@@ -375,6 +399,13 @@ Examples:
            --peers n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000 \
            --requirepass PASSWORD              one member of a three-node cluster
   deadbolt --id n4 ... --join 10.0.0.1:6379    a new member, through any member's client port
+  deadbolt backup --addr 10.0.0.1:6379 --out deadbolt.backup
+                                             a backup of the cluster's state (RAFT BACKUP)
+  deadbolt --id n1 ... --peers ... --restore deadbolt.backup
+                                             a new cluster that starts from it (the same file
+                                             on every node, empty data directories)
+  deadbolt --config /etc/deadbolt/deadbolt.conf
+                                             flags as redis.conf-style directives
   deadbolt --id n1 ... --tls-cluster --tls-addr 10.0.0.1:6380 --tls-cert-file n1.crt \
            --tls-key-file n1.key --tls-ca-cert-file ca.crt
                                              members speak mutual TLS to each other (and a

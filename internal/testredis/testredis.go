@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,21 +94,71 @@ func binary() string {
 // closing the listener, so another process may take it before Redis
 // does; the caller retries then.
 func start(tb testing.TB, bin string, extra ...string) (string, error) {
+	return launch(tb, bin, func(port int, dir string) ([]string, error) {
+		return append([]string{
+			"--bind", "127.0.0.1",
+			"--port", strconv.Itoa(port),
+			"--save", "",
+			"--appendonly", "no",
+			"--daemonize", "no",
+			"--dir", dir,
+			"--logfile", "",
+		}, extra...), nil
+	})
+}
+
+// StartSentinel runs redis-server in Sentinel mode on 127.0.0.1 with a
+// free port, monitoring master (an address) under the name masterName with
+// a quorum of 1, and stops it when the test ends. It returns the
+// Sentinel's address. A missing redis-server is handled as in Start.
+func StartSentinel(tb testing.TB, masterName, master string) string {
+	tb.Helper()
+	bin := binary()
+	if bin == "" {
+		msg := "testredis: redis-server not found (looked for " + Binary + " and in $PATH); run make deps"
+		if os.Getenv("CI") == "true" {
+			tb.Fatal(msg)
+		}
+		tb.Skip(msg)
+	}
+	host, mport, err := net.SplitHostPort(master)
+	if err != nil {
+		tb.Fatalf("testredis: master address %q: %v", master, err)
+	}
+	var lastErr error
+	for range maxAttempts {
+		addr, err := launch(tb, bin, func(port int, dir string) ([]string, error) {
+			// Sentinel insists on a configuration file it may rewrite.
+			conf := filepath.Join(dir, "sentinel.conf")
+			text := fmt.Sprintf("bind 127.0.0.1\nport %d\ndir %s\nsentinel monitor %s %s %s 1\n", port, dir, masterName, host, mport)
+			if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+				return nil, err
+			}
+			return []string{conf, "--sentinel"}, nil
+		})
+		if err == nil {
+			return addr
+		}
+		lastErr = err
+	}
+	tb.Fatalf("testredis: %v", lastErr)
+	return ""
+}
+
+// launch starts bin with the arguments args returns for a free port and a
+// temporary directory, and waits until it answers PING as that process.
+func launch(tb testing.TB, bin string, args func(port int, dir string) ([]string, error)) (string, error) {
 	port, err := freePort()
 	if err != nil {
 		return "", err
 	}
 	dir := tb.TempDir()
+	argv, err := args(port, dir)
+	if err != nil {
+		return "", err
+	}
 	out := &syncWriter{buf: new(bytes.Buffer)}
-	cmd := exec.Command(bin, append([]string{
-		"--bind", "127.0.0.1",
-		"--port", strconv.Itoa(port),
-		"--save", "",
-		"--appendonly", "no",
-		"--daemonize", "no",
-		"--dir", dir,
-		"--logfile", "",
-	}, extra...)...)
+	cmd := exec.Command(bin, argv...)
 	cmd.Dir = dir
 	cmd.Stdout = out
 	cmd.Stderr = cmd.Stdout

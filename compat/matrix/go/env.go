@@ -24,6 +24,8 @@ type env struct {
 	prefix    string        // COMPAT_PREFIX: every key of the run starts with it
 	dead      string        // COMPAT_DEAD: an address nothing listens on
 	limit     time.Duration // COMPAT_TIMEOUT: the run's own deadline
+	user      string        // COMPAT_USER: the ACL user every connection logs in as ("" none)
+	pass      string        // COMPAT_PASS: its password
 }
 
 func readEnv(mode string) (*env, error) {
@@ -37,6 +39,8 @@ func readEnv(mode string) (*env, error) {
 		master:    os.Getenv("COMPAT_MASTER"),
 		prefix:    os.Getenv("COMPAT_PREFIX"),
 		dead:      os.Getenv("COMPAT_DEAD"),
+		user:      os.Getenv("COMPAT_USER"),
+		pass:      os.Getenv("COMPAT_PASS"),
 		limit:     90 * time.Second,
 	}
 	if e.phase == "" {
@@ -94,13 +98,15 @@ func (e *env) clientProto(t *T, proto int) redis.UniversalClient {
 	var c redis.UniversalClient
 	switch e.mode {
 	case "single", "direct":
-		c = redis.NewClient(&redis.Options{Addr: e.direct, Protocol: proto})
+		c = redis.NewClient(&redis.Options{Addr: e.direct, Protocol: proto, Username: e.user, Password: e.pass})
 	case "sentinel":
-		c = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: e.master, SentinelAddrs: e.sentinels, Protocol: proto})
+		c = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: e.master, SentinelAddrs: e.sentinels, Protocol: proto,
+			Username: e.user, Password: e.pass, SentinelUsername: e.user, SentinelPassword: e.pass})
 	case "cluster":
-		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: e.addrs, ClusterStateReloadInterval: time.Second, Protocol: proto})
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: e.addrs, ClusterStateReloadInterval: time.Second, Protocol: proto,
+			Username: e.user, Password: e.pass})
 	case "redlock3":
-		c = redis.NewClient(&redis.Options{Addr: e.addrs[0], Protocol: proto})
+		c = redis.NewClient(&redis.Options{Addr: e.addrs[0], Protocol: proto, Username: e.user, Password: e.pass})
 	default:
 		t.Fatalf("no go-redis client for mode %q", e.mode)
 	}
@@ -112,7 +118,7 @@ func (e *env) clientProto(t *T, proto int) redis.UniversalClient {
 func (e *env) nodes(t *T) []redis.UniversalClient {
 	var cs []redis.UniversalClient
 	for _, a := range e.addrs {
-		c := redis.NewClient(&redis.Options{Addr: a, Protocol: 2})
+		c := redis.NewClient(&redis.Options{Addr: a, Protocol: 2, Username: e.user, Password: e.pass})
 		t.Cleanup(func() { c.Close() })
 		cs = append(cs, c)
 	}
@@ -125,7 +131,8 @@ func (e *env) deadNode(t *T) redis.UniversalClient {
 	if e.dead == "" {
 		t.Fatalf("COMPAT_DEAD is not set")
 	}
-	c := redis.NewClient(&redis.Options{Addr: e.dead, Protocol: 2, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	c := redis.NewClient(&redis.Options{Addr: e.dead, Protocol: 2, MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
+		Username: e.user, Password: e.pass})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -150,4 +157,32 @@ func ping(t *T, c redis.UniversalClient) {
 	ctx, cancel := context.WithTimeout(t.ctx, 10*time.Second)
 	defer cancel()
 	t.must(c.Ping(ctx).Err(), "PING")
+}
+
+// refused checks that the run's ACL user (COMPAT_USER) is held to its
+// rules, through the same kind of client as the suite's: FLUSHALL must
+// answer NOPERM for the command, and EVALSHA (which every Go suite's user
+// may run) given a key outside the run's prefix NOPERM for the key, before
+// any script is looked up.
+func refused(t *T, e *env) {
+	if e.user == "" {
+		t.Fatalf("COMPAT_USER is not set: the matrix runs every client as a limited ACL user")
+	}
+	t.Step("ACL: the user " + e.user + " may not go outside its rules")
+	c := e.client(t)
+	ctx, cancel := context.WithTimeout(t.ctx, 10*time.Second)
+	defer cancel()
+	for _, x := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"FLUSHALL"}, "NOPERM this user has no permissions to run the 'flushall' command"},
+		{[]any{"EVALSHA", strings.Repeat("0", 40), 1, "compat:outside:" + e.user}, "NOPERM this user has no permissions to access one of the keys used as arguments"},
+	} {
+		err := c.Do(ctx, x.args...).Err()
+		if err == nil || err.Error() != x.want {
+			t.Fatalf("%v as %s = %v, want %s", x.args, e.user, err, x.want)
+		}
+		t.Logf("%v: %v", x.args, err)
+	}
 }

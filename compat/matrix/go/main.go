@@ -78,7 +78,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	defer t.cleanup()
 	switch e.phase {
 	case "check":
-		return t.run(func() { s.check(t, e) })
+		return t.run(func() {
+			refused(t, e)
+			s.check(t, e)
+		})
 	case "failover":
 		return t.run(func() { failover(t, stdin, stdout, func(w int) cycle { return s.worker(t, e, w) }) })
 	}

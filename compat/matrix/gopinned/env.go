@@ -23,6 +23,8 @@ type env struct {
 	master    string        // COMPAT_MASTER
 	prefix    string        // COMPAT_PREFIX: every key of the run starts with it
 	limit     time.Duration // COMPAT_TIMEOUT: the run's own deadline
+	user      string        // COMPAT_USER: the ACL user every connection logs in as ("" none)
+	pass      string        // COMPAT_PASS: its password
 }
 
 func readEnv(mode string) (*env, error) {
@@ -35,6 +37,8 @@ func readEnv(mode string) (*env, error) {
 		sentinels: split(os.Getenv("COMPAT_SENTINELS")),
 		master:    os.Getenv("COMPAT_MASTER"),
 		prefix:    os.Getenv("COMPAT_PREFIX"),
+		user:      os.Getenv("COMPAT_USER"),
+		pass:      os.Getenv("COMPAT_PASS"),
 		limit:     90 * time.Second,
 	}
 	if e.phase == "" {
@@ -89,11 +93,12 @@ func (e *env) client(t *T) redis.UniversalClient {
 	var c redis.UniversalClient
 	switch e.mode {
 	case "single", "direct":
-		c = redis.NewClient(&redis.Options{Addr: e.direct})
+		c = redis.NewClient(&redis.Options{Addr: e.direct, Username: e.user, Password: e.pass})
 	case "sentinel":
-		c = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: e.master, SentinelAddrs: e.sentinels})
+		c = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: e.master, SentinelAddrs: e.sentinels,
+			Username: e.user, Password: e.pass, SentinelUsername: e.user, SentinelPassword: e.pass})
 	case "cluster":
-		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: e.addrs})
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: e.addrs, Username: e.user, Password: e.pass})
 	default:
 		t.Fatalf("no go-redis client for mode %q", e.mode)
 	}
@@ -141,4 +146,32 @@ func reportProtocol(t *T, c redis.UniversalClient) {
 		}
 	}
 	t.Logf("protocol: commands succeed after go-redis v9.0.3's HELLO 3; CLIENT INFO has no resp= field")
+}
+
+// refused checks that the run's ACL user (COMPAT_USER) is held to its
+// rules, through the same kind of client as the suite's: FLUSHALL must
+// answer NOPERM for the command, and EVALSHA (which every Go suite's user
+// may run) given a key outside the run's prefix NOPERM for the key, before
+// any script is looked up.
+func refused(t *T, e *env) {
+	if e.user == "" {
+		t.Fatalf("COMPAT_USER is not set: the matrix runs every client as a limited ACL user")
+	}
+	t.Step("ACL: the user " + e.user + " may not go outside its rules")
+	c := e.client(t)
+	ctx, cancel := context.WithTimeout(t.ctx, 10*time.Second)
+	defer cancel()
+	for _, x := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"FLUSHALL"}, "NOPERM this user has no permissions to run the 'flushall' command"},
+		{[]any{"EVALSHA", strings.Repeat("0", 40), 1, "compat:outside:" + e.user}, "NOPERM this user has no permissions to access one of the keys used as arguments"},
+	} {
+		err := c.Do(ctx, x.args...).Err()
+		if err == nil || err.Error() != x.want {
+			t.Fatalf("%v as %s = %v, want %s", x.args, e.user, err, x.want)
+		}
+		t.Logf("%v: %v", x.args, err)
+	}
 }

@@ -49,6 +49,9 @@ class Env {
     this.prefix = process.env.COMPAT_PREFIX || `compat-node-${Date.now()}:`;
     this.dead = process.env.COMPAT_DEAD || '';
     this.limitMs = 1000 * parseFloat((process.env.COMPAT_TIMEOUT || '90s').replace(/s$/, ''));
+    // The ACL user every connection logs in as (COMPAT_USER, COMPAT_PASS).
+    this.user = process.env.COMPAT_USER || '';
+    this.pass = process.env.COMPAT_PASS || '';
     this.clients = [];
   }
 
@@ -59,17 +62,26 @@ class Env {
   // options are the ioredis options for the mode, as an application
   // writes them: one address (single, direct), the Sentinels (sentinel) or
   // the cluster's nodes (cluster).
-  options() {
+  options(asUser = true) {
+    const auth = asUser ? this.auth() : {};
     switch (this.mode) {
       case 'single':
       case 'direct':
-        return { kind: 'redis', options: { ...hostPort(this.direct) } };
+        return { kind: 'redis', options: { ...hostPort(this.direct), ...auth } };
       case 'sentinel':
-        return { kind: 'redis', options: { sentinels: this.sentinels.map(hostPort), name: this.master } };
+        return {
+          kind: 'redis',
+          options: { sentinels: this.sentinels.map(hostPort), name: this.master, ...auth, sentinelUsername: auth.username, sentinelPassword: auth.password },
+        };
       case 'cluster':
-        return { kind: 'cluster', nodes: this.addrs.map(hostPort), options: {} };
+        return { kind: 'cluster', nodes: this.addrs.map(hostPort), options: { redisOptions: auth } };
     }
     throw new Fail(`no ioredis client for mode ${this.mode}`);
+  }
+
+  // auth is ioredis's (and node-redis's) username and password options.
+  auth() {
+    return this.user ? { username: this.user, password: this.pass } : {};
   }
 
   client() {
@@ -80,10 +92,20 @@ class Env {
     return c;
   }
 
+  // inspector is a client of the default user, for what a suite checks
+  // beyond what its client does (KEYS): not the run's limited user.
+  inspector() {
+    const o = this.options(false);
+    const c = o.kind === 'cluster' ? new Redis.Cluster(o.nodes, o.options) : new Redis(o.options);
+    c.on('error', (e) => log(`ioredis (inspector) error: ${e.message}`));
+    this.clients.push(c);
+    return c;
+  }
+
   // nodes returns one client per independent node (redlock3).
   nodes() {
     return this.addrs.map((a) => {
-      const c = new Redis(hostPort(a));
+      const c = new Redis({ ...hostPort(a), ...this.auth() });
       c.on('error', (e) => log(`ioredis error: ${e.message}`));
       this.clients.push(c);
       return c;
@@ -93,7 +115,7 @@ class Env {
   // deadNode is a client of an address nothing listens on.
   deadNode() {
     expect(this.dead, 'COMPAT_DEAD is not set');
-    const c = new Redis({ ...hostPort(this.dead), maxRetriesPerRequest: 0, retryStrategy: () => 200, enableOfflineQueue: false });
+    const c = new Redis({ ...hostPort(this.dead), ...this.auth(), maxRetriesPerRequest: 0, retryStrategy: () => 200, enableOfflineQueue: false });
     c.on('error', () => {});
     this.clients.push(c);
     return c;
@@ -207,4 +229,21 @@ async function expectRESP3(c) {
   log('protocol: RESP3 (CLIENT INFO resp=3)');
 }
 
-module.exports = { Env, Fail, expect, expectReject, expectRESP3, failover, log, sleep, hostPort };
+// expectRefused checks that the run's ACL user is held to its rules:
+// send(args) sends a command through the suite's own client; FLUSHALL must
+// fail with NOPERM for the command, and EVAL (which every Node suite's user
+// may run) given a key outside the run's prefix with NOPERM for the key.
+async function expectRefused(env, send) {
+  expect(env.user, 'COMPAT_USER is not set: the matrix runs every client as a limited ACL user');
+  log(`--- ACL: the user ${env.user} may not go outside its rules`);
+  const cases = [
+    [['FLUSHALL'], "NOPERM this user has no permissions to run the 'flushall' command"],
+    [['EVAL', 'return 1', '1', `compat:outside:${env.user}`], 'NOPERM this user has no permissions to access one of the keys used as arguments'],
+  ];
+  for (const [args, want] of cases) {
+    const e = await expectReject(() => send(args), args[0], (err) => err && err.message === want);
+    log(`${args[0]}: ${e.message}`);
+  }
+}
+
+module.exports = { Env, Fail, expect, expectReject, expectRefused, expectRESP3, failover, log, sleep, hostPort };

@@ -12,7 +12,7 @@
 
 const fs = require('fs');
 const path = require('path');
-const { Env, Fail, failover, log } = require('./common');
+const { Env, Fail, expectRefused, failover, log } = require('./common');
 
 const suites = {
   redlock: require('./redlock'),
@@ -46,7 +46,16 @@ async function main(argv) {
     process.exit(1);
   }, env.limitMs + 5000);
   try {
-    if (env.phase === 'check') await suite.check(env);
+    if (env.phase === 'check') {
+      // The suites over ioredis check the user's limits with an ioredis
+      // client; node-redis's suites with their own (suite.refused).
+      if (suite.refused) await suite.refused(env);
+      else {
+        const c = mode === 'redlock3' ? env.nodes()[0] : env.client();
+        await expectRefused(env, (args) => c.call(...args));
+      }
+      await suite.check(env);
+    }
     else await failover(env, (w) => suite.worker(env, w));
   } finally {
     clearTimeout(timer);

@@ -16,7 +16,7 @@
 // HELLO 3; a connection left on RESP2 fails the run).
 
 const crypto = require('crypto');
-const { Fail, expect, log, sleep, hostPort } = require('./common');
+const { Fail, expect, expectRefused, log, sleep, hostPort } = require('./common');
 
 // The scripts: compare the token, then extend or delete.
 const EXTEND = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
@@ -52,7 +52,7 @@ async function connect(major, env, script) {
   switch (env.mode) {
     case 'single':
     case 'direct':
-      c = redis.createClient({ socket: hostPort(env.direct), scripts, ...resp });
+      c = redis.createClient({ socket: hostPort(env.direct), ...env.auth(), scripts, ...resp });
       break;
     case 'sentinel':
       if (major === 4) throw new Fail('node-redis 4 has no Sentinel client');
@@ -60,7 +60,8 @@ async function connect(major, env, script) {
       c = redis.createSentinel({
         name: env.master,
         sentinelRootNodes: env.sentinels.map(hostPort),
-        nodeClientOptions: { socket: { reconnectStrategy: giveUp } },
+        nodeClientOptions: { socket: { reconnectStrategy: giveUp }, ...env.auth() },
+        sentinelClientOptions: { ...env.auth() },
         passthroughClientErrorEvents: true,
         scripts,
         ...resp,
@@ -70,7 +71,7 @@ async function connect(major, env, script) {
       kind = 'cluster';
       c = redis.createCluster({
         rootNodes: env.addrs.map((a) => ({ socket: hostPort(a) })),
-        defaults: { socket: { reconnectStrategy: giveUp } },
+        defaults: { socket: { reconnectStrategy: giveUp }, ...env.auth() },
         scripts,
         ...resp,
       });
@@ -302,7 +303,13 @@ function suite(major) {
     };
   }
 
-  return { modes, check, worker };
+  // refused: the user's limits, through this major's own client.
+  async function refused(env) {
+    const h = await connect(major, env, releaseScript(env));
+    await expectRefused(env, (args) => h.raw(args[3] || env.key('x'), args));
+  }
+
+  return { modes, check, worker, refused };
 }
 
 module.exports = { suite };

@@ -59,6 +59,9 @@ class Env:
         self.master = os.environ.get("COMPAT_MASTER") or "mymaster"
         self.prefix = os.environ.get("COMPAT_PREFIX") or "compat-py-%d:" % time.time_ns()
         self.limit = float(os.environ.get("COMPAT_TIMEOUT", "90s").rstrip("s"))
+        # The ACL user every connection logs in as.
+        self.user = os.environ.get("COMPAT_USER") or None
+        self.password = os.environ.get("COMPAT_PASS") or None
 
     def key(self, name):
         return self.prefix + name
@@ -67,17 +70,43 @@ class Env:
         """A client as an application makes one for the mode."""
         if self.mode in ("single", "direct"):
             h, p = hostport(self.direct)
-            return redis.Redis(host=h, port=p, socket_timeout=5, socket_connect_timeout=2)
+            return redis.Redis(host=h, port=p, socket_timeout=5, socket_connect_timeout=2,
+                               username=self.user, password=self.password)
         if self.mode == "sentinel":
-            s = Sentinel([hostport(a) for a in self.sentinels], socket_timeout=2)
+            auth = {"username": self.user, "password": self.password}
+            s = Sentinel([hostport(a) for a in self.sentinels], socket_timeout=2, sentinel_kwargs=dict(auth))
             self.sentinel = s
-            return s.master_for(self.master, socket_timeout=5, socket_connect_timeout=2)
+            return s.master_for(self.master, socket_timeout=5, socket_connect_timeout=2, **auth)
         raise Fail("no redis-py client for mode %s" % self.mode)
+
+
+def refused(env, r):
+    """The run's ACL user is held to its rules: FLUSHALL is refused with
+    NOPERM for the command, and EVALSHA (which the user may run) given a key
+    outside the run's prefix with NOPERM for the key, before any script is
+    looked up."""
+    expect(env.user, "COMPAT_USER is not set: the matrix runs every client as a limited ACL user")
+    log("--- ACL: the user %s may not go outside its rules" % env.user)
+    sha = "0" * 40
+    for args, want in (
+        (("FLUSHALL",), "this user has no permissions to run the 'flushall' command"),
+        (("EVALSHA", sha, 1, "compat:outside:" + env.user), "this user has no permissions to access one of the keys used as arguments"),
+    ):
+        try:
+            got = r.execute_command(*args)
+        except redis.exceptions.NoPermissionError as e:
+            expect(str(e) == want, "%s as %s: NOPERM %s, want NOPERM %s" % (args[0], env.user, e, want))
+            log("%s: NOPERM %s" % (args[0], e))
+            continue
+        except redis.RedisError as e:
+            raise Fail("%s as %s raised %s: %s, want NOPERM" % (" ".join(map(str, args)), env.user, type(e).__name__, e))
+        raise Fail("%s as %s answered %r, want NOPERM" % (" ".join(map(str, args)), env.user, got))
 
 
 def check(env):
     r = env.client()
     expect(r.ping(), "PING")
+    refused(env, r)
 
     if env.mode == "sentinel":
         log("--- Sentinel discovery")

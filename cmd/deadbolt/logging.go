@@ -1,0 +1,19 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+)
+
+// newLogger writes records to w as text (key=value) or as JSON, one object
+// a line, for a log collector. Leader changes ("leader ready", "raft:
+// leader changed"), membership changes ("cluster: membership changed")
+// and slow commands ("slow command") are records of their own, with their
+// details as attributes.
+func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
