@@ -199,7 +199,21 @@ func (c *Cluster) Kill(i int) {
 // addresses.
 func (c *Cluster) Restart(i int) *Node {
 	c.tb.Helper()
+	n, err := c.TryRestart(i, nil)
+	if err != nil {
+		c.tb.Fatalf("deadbolt: restart %s: %v", c.ids[i], err)
+	}
+	return n
+}
+
+// TryRestart is Restart returning the start error; edit, if set, changes
+// node i's configuration first (for this start and later ones).
+func (c *Cluster) TryRestart(i int, edit func(*Config)) (*Node, error) {
+	c.tb.Helper()
 	c.Kill(i)
+	if edit != nil {
+		edit(&c.cfgs[i])
+	}
 	var (
 		n   *Node
 		err error
@@ -211,11 +225,14 @@ func (c *Cluster) Restart(i int) *Node {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
-		c.tb.Fatalf("deadbolt: restart %s: %v", c.ids[i], err)
+		return nil, err
 	}
 	c.Nodes[i] = n
-	return n
+	return n, nil
 }
+
+// DataDir is node i's data directory.
+func (c *Cluster) DataDir(i int) string { return c.cfgs[i].DataDir }
 
 // Isolate cuts node i off from every other node.
 func (c *Cluster) Isolate(i int) { c.Net.Isolate(c.ids[i], c.ids...) }

@@ -81,6 +81,9 @@ type Config struct {
 	MinFreeDisk       int64         // see cluster.Config.MinFreeDisk
 	RaftLog           io.Writer
 	BeforeSync        func() error // test hook: see cluster.Config.BeforeSync
+	// OnDiskFailure is called once when a write or fdatasync of the log
+	// failed and the node stopped (see cluster.Config.OnDiskFailure).
+	OnDiskFailure func(error)
 	// ClusterSecret, shared by every member, authenticates each connection
 	// between members (transport.SecretAuth) before anything on it is
 	// read. Without it a node whose Raft address is not a loopback address
@@ -226,7 +229,7 @@ func Start(cfg Config) (*Node, error) {
 			ElectionTimeout: cfg.ElectionTimeout, LeaderLease: cfg.LeaderLease,
 			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, MinFreeDisk: cfg.MinFreeDisk, SegmentSize: cfg.segmentSize, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget, Users: users,
 			Logger: cfg.Logger, RaftLog: cfg.RaftLog, Deliver: hub, Password: cfg.RequirePass,
-			Network: cfg.network, BeforeSync: cfg.BeforeSync, PeerAuth: auth, JoinConn: joinConn,
+			Network: cfg.network, BeforeSync: cfg.BeforeSync, OnDiskFailure: cfg.OnDiskFailure, PeerAuth: auth, JoinConn: joinConn,
 			Restore: restore,
 		})
 		if err != nil {

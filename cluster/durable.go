@@ -59,6 +59,11 @@ type durableTransport struct {
 	// contact, if set, is told of each AppendEntries a follower answered
 	// (heartbeats included), for the metrics' last contact (metrics.go).
 	contact func(raft.ServerID)
+	// catchUp, if set, keeps a node whose log lost synced entries out of
+	// elections until it has caught up; filtered is the RPC channel raft
+	// reads then (catchup.go).
+	catchUp  *catchUp
+	filtered chan raft.RPC
 }
 
 // stalled returns errDiskStalled if the log's sync has waited too long.

@@ -78,6 +78,10 @@ type Config struct {
 	// BeforeSync is a test hook: it runs before each sync of the log, and
 	// its error fails the sync (a stalled or failing disk).
 	BeforeSync func() error
+	// OnDiskFailure, if set, is called once, after the node has stopped,
+	// when a write or fdatasync of its log failed (diskfail.go). The
+	// deadbolt binary exits.
+	OnDiskFailure func(error)
 	// Restore, if set, is a backup (Node.Backup) the new node starts
 	// from, with Peers as the configuration (backup.go). A node whose
 	// data directory holds state refuses it.
@@ -159,6 +163,7 @@ type Node struct {
 	memberServe atomic.Pointer[func(net.Conn)]
 	stallWarned atomic.Int64   // when diskStalled last logged, Unix ns
 	logStore    *raftlog.Store // nil with the log in memory
+	catchUp     *catchUp       // the log lost synced entries (catchup.go); nil if not
 	metrics     nodeMetrics    // metrics.go
 	timeline    timeline       // leader and membership events (timeline.go)
 	// lastHandOver: when handOverForSpace last asked the others, on
@@ -253,9 +258,13 @@ func NewNode(cfg Config) (*Node, error) {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, err
 		}
-		store, st, closer, err := openLogStore(cfg.DataDir, rc.Logger, raftlog.Options{BeforeSync: cfg.BeforeSync, SegmentSize: cfg.SegmentSize})
+		writeID, err := checkIdentity(cfg.DataDir, cfg.ID) // identity.go
 		if err != nil {
 			return nil, err
+		}
+		store, st, closer, err := openLogStore(cfg.DataDir, rc.Logger, raftlog.Options{BeforeSync: cfg.BeforeSync, SegmentSize: cfg.SegmentSize, OnFailure: n.diskFailed, RepairLost: true})
+		if err != nil {
+			return nil, storeError(err, cfg.ID, cfg.DataDir)
 		}
 		n.closers = append(n.closers, closer)
 		stable = st
@@ -277,16 +286,33 @@ func NewNode(cfg Config) (*Node, error) {
 			n.logStore = rl
 			n.fsm.durable = rl
 			logs = heldLogs{cache, rl, failed}
+			if lost := rl.Lost(); lost != nil {
+				n.startCatchUp(rl, lost) // catchup.go
+			}
 		}
 		var log reserver
 		if rl, ok := store.(*raftlog.Store); ok {
 			log = rl
 		}
 		n.disk = newDiskWatch(cfg.DataDir, max(cfg.MinFreeDisk, 0), log)
+		var floor func() uint64
+		if rl, ok := store.(*raftlog.Store); ok {
+			floor = rl.Floor
+		}
+		if err := checkData(cfg.DataDir, cfg.ID, store, floor, rc.Logger); err != nil {
+			n.closeStores()
+			return nil, err
+		}
 		snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, rc.Logger)
 		if err != nil {
 			n.closeStores()
 			return nil, fmt.Errorf("cluster: open snapshot store: %w", err)
+		}
+		if writeID {
+			if err := writeIdentity(cfg.DataDir, cfg.ID); err != nil {
+				n.closeStores()
+				return nil, err
+			}
 		}
 	}
 	if last, err := logs.LastIndex(); err == nil {
@@ -346,6 +372,11 @@ func NewNode(cfg Config) (*Node, error) {
 	if n.durable != nil {
 		trans.(*durableTransport).d = n.durable
 	}
+	if n.catchUp != nil {
+		dt := trans.(*durableTransport)
+		dt.catchUp, dt.filtered = n.catchUp, make(chan raft.RPC)
+		go n.catchUp.filter(n.transport.Consumer(), dt.filtered, n.stop)
+	}
 	n.raft, err = raft.NewRaft(rc, n.fsm, logs, stable, snaps, trans)
 	if err != nil {
 		n.transport.Close()
@@ -353,6 +384,10 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	n.raftRef.Store(n.raft)
+	if err := n.soleVoterLost(); err != nil {
+		n.Close()
+		return nil, err
+	}
 	n.prop = newProposer(n.raft.Apply, cfg.CommandTimeout, batchInflight, n.stop)
 	if n.disk != nil {
 		n.prop.noSpace = n.disk.noSpace

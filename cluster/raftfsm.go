@@ -32,6 +32,9 @@ type raftFSM struct {
 	// is applied only once it is on this node's disk (durable.go).
 	durable durability
 	metrics *nodeMetrics // snapshots and batches (metrics.go); nil in some tests
+	// failed: the log store failed (diskfail.go); nothing more is
+	// applied, and no snapshot taken. Under mu.
+	failed bool
 }
 
 func newRaftFSM(f *fsm.FSM, deliver Deliverer) *raftFSM {
@@ -42,43 +45,49 @@ func newRaftFSM(f *fsm.FSM, deliver Deliverer) *raftFSM {
 
 // Apply applies one committed entry, once it is durable here.
 func (r *raftFSM) Apply(l *raft.Log) interface{} {
-	r.waitDurable(l.Index)
+	ok := r.waitDurable(l.Index)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !ok || r.failed {
+		r.failed = true
+		return nil // the caller hears "outcome unknown"
+	}
 	return r.applyLocked(l)
 }
 
 // ApplyBatch applies committed entries in order under one lock, once they
 // are durable here (durable.go).
 func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
-	if len(logs) > 0 {
-		r.waitDurable(logs[len(logs)-1].Index)
-	}
+	ok := len(logs) == 0 || r.waitDurable(logs[len(logs)-1].Index)
 	if r.metrics != nil {
 		r.metrics.batch.Record(uint64(len(logs)))
 	}
 	out := make([]interface{}, len(logs))
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !ok || r.failed {
+		r.failed = true
+		return out // nil results: the callers hear "outcome unknown"
+	}
 	for i, l := range logs {
 		out[i] = r.applyLocked(l)
 	}
 	return out
 }
 
-// waitDurable waits until the log holds the entries up to index on disk.
-// A failed sync of the leader's own log leaves it unable to tell what it
-// may apply: the node stops (a deferred sync never failed before raft saw
-// an error; with one it no longer knows what its disk holds).
-func (r *raftFSM) waitDurable(index uint64) {
+// waitDurable waits until the log holds the entries up to index on disk,
+// and reports whether it does. A failed sync of the leader's own log
+// leaves it unable to tell what it may apply: nothing more is applied,
+// and the node stops (diskfail.go; a deferred sync never failed before
+// raft saw an error; with one it no longer knows what its disk holds).
+func (r *raftFSM) waitDurable(index uint64) bool {
 	if r.durable == nil {
-		return
+		return true
 	}
 	// ErrClosed: the node is stopping, and the store synced what it held
 	// before it closed (a failed sync is reported as such instead).
-	if err := r.durable.WaitDurable(index); err != nil && !errors.Is(err, raftlog.ErrClosed) {
-		panic(fmt.Sprintf("cluster: the log could not be synced, entry %d cannot be applied: %v", index, err))
-	}
+	err := r.durable.WaitDurable(index)
+	return err == nil || errors.Is(err, raftlog.ErrClosed)
 }
 
 // applyLocked applies one entry: a command (its fsm.Result) or a batch
@@ -161,6 +170,9 @@ func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 	start := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.failed {
+		return nil, errors.New("cluster: the log store failed: no snapshot of a state that may lag raft's applied index")
+	}
 	var b bytes.Buffer
 	if err := r.fsm.Snapshot(&b); err != nil {
 		return nil, err

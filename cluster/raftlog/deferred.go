@@ -108,17 +108,15 @@ func (s *Store) flushPending() error {
 	if f == nil {
 		return nil
 	}
-	err = s.syncAppends(f)
+	if err = s.syncAppends(f); err != nil {
+		return s.fail(s.pathOf(f), "fdatasync", err)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err != nil {
-		d.err = err
-	} else {
-		d.durable = max(d.durable, target)
-		d.pending = nil
-	}
+	d.durable = max(d.durable, target)
+	d.pending = nil
 	d.cond.Broadcast()
-	return err
+	return nil
 }
 
 // appended records an append of entries up to last in f, synced or not.

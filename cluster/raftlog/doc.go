@@ -21,7 +21,7 @@
 //	reserve.tmp                  the reserve being made
 //	00000000000000000001.3.dead  a segment a compaction dropped, being removed
 //	meta                         the first index the log still holds (written on compaction)
-//	stable                       raft's stable store: current term, last vote (two fixed slots)
+//	stable                       raft's stable store: current term, last vote, synced mark (two fixed slots)
 //
 // Segments are files of a fixed size (16 MiB) written full of zeros before
 // they are used, so that an append rewrites data blocks and changes no
@@ -63,7 +63,7 @@
 // index): appends wait for the one before to be synced, so the damaged
 // record was acknowledged, and opening fails instead. (Damage to the last
 // acknowledged records with nothing of a later append after them cannot be
-// told from a torn tail.) in any other
+// told from a torn tail, except by the synced mark, below.) In any other
 // segment it is corruption and opening fails, as is anything but zeros
 // after a segment's last record. So only zeros ever follow the last record,
 // and nothing left of an old write can read as a record again. A last
@@ -89,9 +89,11 @@
 // the stable file never needs new space: it has a fixed size, two slots of
 // 4 KiB made when the store is first opened (a file of an earlier build,
 // the whole state after a CRC, is rewritten so then), and each set
-// overwrites the older slot in place and fdatasyncs it. Opening takes the
-// valid slot with the higher sequence number; a slot torn by a crash
-// leaves the other. Appends overwrite a segment's zeros and need no space
+// overwrites the older slot in place and fdatasyncs it, then the other
+// (two syncs per set: a term or a vote, and the synced mark once a
+// second). Opening takes the valid slot with the higher sequence number;
+// a slot torn by a crash leaves the other, and a bit flipped in one slot
+// after a set leaves its copy, never an older term or vote. Appends overwrite a segment's zeros and need no space
 // either, until a new segment is due: if the spare could not be made
 // (ENOSPC), the append tries once more at once, then takes the reserve as
 // its segment (ReserveInUse), then fails with the file system's error
@@ -101,4 +103,28 @@
 // reserve is made after a spare, or by RefillReserve once space returns.
 // The meta file is still replaced through a temporary file: a compaction
 // on a full disk fails (raft logs it and tries at the next snapshot).
+//
+// # Damage and failing disks
+//
+// A log that lost its last entries reads, to raft, as one that never had
+// them, and a node that votes on it may elect a leader without entries it
+// acknowledged. So the stable store also holds the synced mark, the highest
+// index the log has held synced (synced.go): raised about once a second
+// while appends go on and at Close, lowered durably before a suffix
+// deletion or an emptied log started lower gives entries up; it records
+// the term of its entry too. Open fails with ErrLost when the log ends
+// below the mark (a segment truncated or removed) or a record at or below
+// it is damaged in the last segment (not a torn tail: it was synced),
+// unless Options.RepairLost: then the log is cut at the damage and Lost
+// says what was lost, for the caller to keep the node out of elections
+// until it has caught up past SyncedMark (repair.go). It fails with
+// ErrLost, whatever the options, when the stable file is missing or empty
+// while the log holds anything (the term and vote are gone); before
+// writing anything. A file of ours with a higher format version fails
+// with a NewerFormatError. A write (other than for want of space) or sync
+// that fails makes the store fail for good (failure.go): no append is
+// tried again as if the data might still reach the disk, every call
+// returns the first error (ErrFailed, naming the file), Options.OnFailure
+// is told once, and only reopening, which reads and checks every record,
+// brings the store back.
 package raftlog

@@ -20,9 +20,10 @@ var errNotFound = errors.New("not found")
 // those writes fails (it panics when it cannot save a new term), so the
 // store never needs new space for them: its file has a fixed size, two
 // slots of stableSlot bytes, allocated when the file is made, and each set
-// overwrites the slot not holding the newest state, then fdatasyncs. A
-// full disk (ENOSPC) therefore never fails a set; a torn write leaves the
-// other slot, the state before it.
+// overwrites the slot not holding the newest state, fdatasyncs, then does
+// the same to the other. A full disk (ENOSPC) therefore never fails a set;
+// a torn write leaves the other slot, and a bit flipped in one slot later
+// leaves its copy.
 type stable struct {
 	path string
 	mu   sync.Mutex
@@ -55,6 +56,13 @@ func openStable(path string) (*stable, error) {
 		b = nil
 	case err != nil:
 		return nil, err
+	}
+	if len(b) == 2*stableSlot {
+		for i := range 2 {
+			if err := newerFormat(path, b[i*stableSlot:], stableMagic); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if len(b) == 2*stableSlot && (isSlot(b[:stableSlot]) || isSlot(b[stableSlot:])) {
 		if err := st.load(b); err != nil {
@@ -193,13 +201,20 @@ func (st *stable) set(key string, val []byte) error {
 	if _, err := st.encodeSlot(slot, st.seq+1, key, val); err != nil {
 		return err
 	}
+	// Both slots, one after the other, each synced: a torn write of
+	// either leaves the other whole (the state before the set, or after
+	// it), and once the set returns a damaged slot (a flipped bit) has an
+	// identical copy, so the term and vote never fall back to an older
+	// state that raft may have acted past.
 	target := 1 - st.slot
-	_, err := st.f.WriteAt(slot, int64(target*stableSlot))
-	if err == nil {
-		err = fdatasync(st.f)
-	}
-	if err != nil {
-		return fmt.Errorf("raftlog: write %s: %w", st.path, err)
+	for _, i := range []int{target, st.slot} {
+		_, err := st.f.WriteAt(slot, int64(i*stableSlot))
+		if err == nil {
+			err = fdatasync(st.f)
+		}
+		if err != nil {
+			return fmt.Errorf("raftlog: write %s: %w", st.path, err)
+		}
 	}
 	st.seq, st.slot = st.seq+1, target
 	st.kv[key] = slices.Clone(val)

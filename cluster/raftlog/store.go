@@ -61,6 +61,14 @@ type Options struct {
 	// its error fails the sync: fault injection for tests (a stalled or
 	// failing disk).
 	BeforeSync func() error
+	// OnFailure, if set, is called once, on a goroutine of its own, when
+	// a write or sync fails the store for good (failure.go).
+	OnFailure func(error)
+	// RepairLost: a log that lost synced entries at its end opens cut at
+	// the first damaged record instead of failing with ErrLost; Lost then
+	// says so, and the caller must not let the node vote until it has
+	// caught up past SyncedMark (repair.go).
+	RepairLost bool
 }
 
 // Store is a raft.LogStore and raft.StableStore kept in one directory. Its
@@ -69,6 +77,12 @@ type Store struct {
 	dir        string
 	segSize    int64
 	beforeSync func() error
+	onFailure  func(error)
+	repairLost bool  // Options.RepairLost
+	lost       error // what opening repaired (repair.go)
+	// The log's end and the synced mark as opened (repair.go).
+	openEnd, openMark uint64
+	mark              marker // the synced mark (synced.go)
 
 	wmu sync.Mutex // held by StoreLogs and DeleteRange for their whole run
 	buf []byte     // encoding buffer, under wmu
@@ -130,20 +144,33 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, segSize: opts.SegmentSize, beforeSync: opts.BeforeSync, quit: make(chan struct{})}
+	s := &Store{dir: dir, segSize: opts.SegmentSize, beforeSync: opts.BeforeSync, onFailure: opts.OnFailure, repairLost: opts.RepairLost, quit: make(chan struct{})}
 	s.def.cond = sync.NewCond(&s.def.mu)
 	if s.segSize <= 0 {
 		s.segSize = DefaultSegmentSize
 	}
+	if err := checkStable(dir); err != nil {
+		return nil, err
+	}
 	var err error
 	if s.stable, err = openStable(filepath.Join(dir, "stable")); err != nil {
+		return nil, err
+	}
+	if err := s.loadMark(); err != nil {
+		s.stable.close()
 		return nil, err
 	}
 	if err := s.openRest(); err != nil {
 		s.stable.close()
 		return nil, err
 	}
+	if err := s.checkMark(); err != nil && !s.repairLost {
+		s.closeSegs(s.segs)
+		s.stable.close()
+		return nil, err
+	}
 	s.prepareSpare()
+	s.startMarker()
 	return s, nil
 }
 
@@ -254,6 +281,14 @@ func (s *Store) load() error {
 		if len(seg.offs) == 0 {
 			// Created, but its first append never completed.
 			seg.f.Close()
+			if base <= s.mark.mark {
+				lost := fmt.Errorf("%w: %s: no valid header, but it held index %d, which was synced", ErrLost, s.segPath(base), base)
+				if !s.repairLost {
+					s.closeSegs(segs)
+					return lost
+				}
+				s.noteLost(lost) // repair.go: dropped, caught up later
+			}
 			if err := os.Remove(s.segPath(base)); err != nil {
 				s.closeSegs(segs)
 				return err
@@ -319,6 +354,17 @@ func (s *Store) openSegment(base uint64, isLast bool) (*segment, error) {
 	}
 	seg := &segment{base: base, f: f, size: headerSize, cap: int64(len(data))}
 	if len(data) < headerSize || [8]byte(data[:8]) != segMagic || binary.LittleEndian.Uint64(data[8:16]) != base {
+		if err := newerFormat(path, data, segMagic); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if isLast && s.repairLost && base <= s.mark.mark && !allZero(data[:min(len(data), headerSize)]) {
+			// Damaged, and it held synced entries: dropped, caught up
+			// later (repair.go).
+			s.noteLost(fmt.Errorf("%w: %s: bad header, and it held index %d, which was synced", ErrLost, path, base))
+			seg.offs = nil
+			return seg, nil
+		}
 		if !isLast || !allZero(data[:min(len(data), headerSize)]) {
 			return fail("bad header")
 		}
@@ -342,10 +388,28 @@ func (s *Store) openSegment(base uint64, isLast bool) (*segment, error) {
 			if !isLast {
 				return fail("offset %d: %v", off, err)
 			}
-			if p, ok := laterAppend(data, off, base+uint64(len(seg.offs))); ok {
+			if want := base + uint64(len(seg.offs)); want <= s.mark.mark {
+				// Synced: not the torn tail of an append.
+				lost := fmt.Errorf("%w: %s: offset %d: %v, in index %d, which was synced", ErrLost, path, off, err, want)
+				if !s.repairLost {
+					f.Close()
+					return nil, lost
+				}
+				s.noteLost(lost) // repair.go: cut here, caught up later
+			} else if p, ok := laterAppend(data, off, base+uint64(len(seg.offs))); ok {
 				// Not a torn tail: an append that came after this
 				// record's own finished, so this one was acknowledged.
-				return fail("offset %d: %v, before a later append's record at %d", off, err, p)
+				if !s.repairLost {
+					return fail("offset %d: %v, before a later append's record at %d", off, err, p)
+				}
+				// Cut here too, and the mark raised first to the later
+				// record, so that the node catches up past it.
+				later := binary.LittleEndian.Uint64(data[p+recordHead:])
+				if err := s.raiseMarkTo(later, binary.LittleEndian.Uint64(data[p+recordHead+8:])); err != nil {
+					f.Close()
+					return nil, err
+				}
+				s.noteLost(fmt.Errorf("%w: %s: offset %d: %v, before a later append's record (index %d) at %d", ErrLost, path, off, err, later, p))
 			}
 			break // the torn tail of an append, zeroed below
 		}
@@ -627,6 +691,9 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	}
 	if last == 0 && s.metaFirst > next {
 		// An emptied log starting again below its recorded first index.
+		if err := s.lowerMark(next - 1); err != nil {
+			return err
+		}
 		if err := writeMeta(s.dir, next); err != nil {
 			return err
 		}
@@ -665,14 +732,17 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	err := appendWrite(tail.f, b, at)
 	s.io.appended(len(logs), time.Since(t0))
 	if err != nil {
+		if !IsNoSpace(err) {
+			return s.fail(s.segPath(tail.base), "write", err)
+		}
 		s.discard(tail, newSeg, at, int64(len(b)))
 		return fmt.Errorf("raftlog: append: %w", err)
 	}
 	deferred := s.deferNow()
 	if !deferred {
 		if err := s.syncAppends(tail.f); err != nil {
-			s.discard(tail, newSeg, at, int64(len(b)))
-			return fmt.Errorf("raftlog: append: %w", err)
+			// Never tried again as if it might have worked (failure.go).
+			return s.fail(s.segPath(tail.base), "fdatasync", err)
 		}
 	}
 	// Recorded before the entries can be read: from then on WaitDurable
@@ -822,6 +892,15 @@ func (s *Store) deleteRange(min, max uint64) (dead []string, err error) {
 	case max >= last:
 		// A suffix: whole segments from the back, then the segment that
 		// holds min is cut, all durable before StoreLogs writes after it.
+		// The synced mark goes down first, and stays down (mark.mu) until
+		// the store's durable index has too.
+		s.mark.mu.Lock()
+		defer s.mark.mu.Unlock()
+		if s.mark.mark > min-1 {
+			if err := s.setMark(min-1, s.termAt(min-1)); err != nil {
+				return nil, err
+			}
+		}
 		s.mu.Lock()
 		var drop []*segment
 		for len(s.segs) > 0 && s.segs[len(s.segs)-1].base >= min {
@@ -923,9 +1002,13 @@ func (s *Store) IsMonotonic() bool { return true }
 // Further calls fail with ErrClosed.
 func (s *Store) Close() error {
 	s.stopSyncer()
+	s.stopMarker()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	flushErr := s.flushPending()
+	if flushErr == nil && !s.isClosed() {
+		flushErr = s.raiseMark()
+	}
 	s.def.mu.Lock()
 	s.def.closed = true
 	s.def.cond.Broadcast()

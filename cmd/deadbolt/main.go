@@ -96,6 +96,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		gcPercent   = fs.Int("gc-percent", 400, "Go garbage collector target, as GOGC (which wins when set): heap growth in `percent` between collections; higher trades memory for CPU")
 		clockFile   = fs.String("clock-offset-file", "", "test only: add the offset in ms written in this `file` (re-read every 50 ms) to the node's clock, for fault injection")
 		stallFile   = fs.String("disk-stall-file", "", "test only: while this `file` exists, every sync of the Raft log waits (a stalled disk, for fault injection)")
+		failFile    = fs.String("disk-fail-file", "", "test only: while this `file` exists, every sync of the Raft log fails with EIO (a failing disk, for fault injection)")
 	)
 	fs.StringVar(&tlsOpts.CertFile, "tls-cert-file", "", "TLS: the server's certificate chain (PEM `file`)")
 	fs.StringVar(&tlsOpts.KeyFile, "tls-key-file", "", "TLS: the certificate's private key (PEM `file`; PKCS#8, PKCS#1 or SEC1, possibly encrypted)")
@@ -188,6 +189,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *stallFile != "" {
 		beforeSync = stallWhileExists(ctx, *stallFile, logger)
 	}
+	if *failFile != "" {
+		beforeSync = failWhileExists(*failFile, beforeSync, logger)
+	}
 	minFree, err := parseSize(*minFreeDisk)
 	if err != nil {
 		return fmt.Errorf("--min-free-disk: %w", err)
@@ -230,9 +234,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		TLSClusterKeyFile:     *tlsClKey,
 		TLSClusterKeyFilePass: *tlsClPass,
 		Shutdown:              func() { stopServing(errShutdownCommand) },
-		HTTPAddr:              *httpAddr,
-		Restore:               restore,
-		ConfigParams:          startupParams(fs, *logLevel, *dataDir, *aclfile, *tlsCluster),
+		// A failed write or sync of the log: the node has stopped; the
+		// process exits with the error, which names the file.
+		OnDiskFailure: func(err error) { stopServing(&diskFailure{err}) },
+		HTTPAddr:      *httpAddr,
+		Restore:       restore,
+		ConfigParams:  startupParams(fs, *logLevel, *dataDir, *aclfile, *tlsCluster),
 	})
 	if err != nil {
 		return err
@@ -250,6 +257,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		go reloadOnHangup(ctx, node, logger)
 	}
 	<-ctx.Done()
+	var df *diskFailure
+	if errors.As(context.Cause(ctx), &df) {
+		node.Close()
+		return df
+	}
 	if errors.Is(context.Cause(ctx), errShutdownCommand) {
 		logger.Info("shutting down: SHUTDOWN from a client")
 	} else {
@@ -261,6 +273,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // errShutdownCommand is why run stops serving when a client sent SHUTDOWN.
 var errShutdownCommand = errors.New("a client sent SHUTDOWN")
+
+// diskFailure is why run stops when a write or sync of the log failed.
+type diskFailure struct{ err error }
+
+func (d *diskFailure) Error() string {
+	return fmt.Sprintf("stopped: %v; restart the node: it reads its log again and catches up from the leader", d.err)
+}
+
+func (d *diskFailure) Unwrap() error { return d.err }
+
+// failWhileExists makes every sync of the log fail with EIO while path
+// exists (test only), after next (the stall hook) if set.
+func failWhileExists(path string, next func() error, logger *slog.Logger) func() error {
+	return func() error {
+		if next != nil {
+			if err := next(); err != nil {
+				return err
+			}
+		}
+		if _, err := os.Stat(path); err == nil {
+			logger.Warn("disk failing: a log sync fails with EIO (test only)", "file", path)
+			return syscall.EIO
+		}
+		return nil
+	}
+}
 
 // parsePeers parses "id1=addr1,id2=addr2".
 func parsePeers(s string) ([]cluster.Peer, error) {
