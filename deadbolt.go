@@ -391,6 +391,7 @@ var (
 	_ server.Backend       = (*cluster.Node)(nil)
 	_ server.Waiter        = (*cluster.Node)(nil)
 	_ server.Saver         = (*cluster.Node)(nil)
+	_ server.AppliedWaiter = (*cluster.Node)(nil)
 	_ server.InMemory      = (*cluster.Local)(nil)
 	_ server.AOFWaiter     = (*cluster.Node)(nil)
 	_ server.InfoProvider  = (*cluster.Node)(nil)

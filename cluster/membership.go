@@ -526,3 +526,10 @@ func (n *Node) Stopped() <-chan struct{} { return n.stop }
 // Users returns the ACL users as this node has applied them; no lock: the
 // state machine publishes them atomically.
 func (n *Node) Users() *acl.Users { return n.users() }
+
+// WaitApplied returns once this node has applied the entry at index (a
+// change made through the log that the client will read back here, such
+// as CONFIG SET or ACL SETUSER sent to a follower).
+func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+	return n.fsm.waitApplied(ctx, index)
+}

@@ -304,6 +304,9 @@ func (c *conn) aclApply(cmd fsm.Command) (resp.Reply, bool) {
 	if err != nil {
 		return resp.Err(errorText(err)), false
 	}
+	if err := c.srv.appliedHere(ctx, res); err != nil {
+		return resp.Err(errorText(err)), false
+	}
 	return res.Reply, !res.Reply.IsError()
 }
 

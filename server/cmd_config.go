@@ -403,7 +403,27 @@ func (s *Server) setReplicated(name, value string) resp.Reply {
 	if res.Reply.IsError() {
 		return res.Reply
 	}
+	if err := s.appliedHere(ctx, res); err != nil {
+		return resp.Err(errorText(err))
+	}
 	return resp.Reply{}
+}
+
+// AppliedWaiter is implemented by backends where a write may be applied
+// elsewhere first (a follower forwards it to the leader).
+type AppliedWaiter interface {
+	WaitApplied(ctx context.Context, index uint64) error
+}
+
+// appliedHere waits until this node has applied res's entry, so that a
+// configuration change made through a follower (CONFIG SET of a
+// replicated setting, ACL SETUSER) reads back on it at once.
+func (s *Server) appliedHere(ctx context.Context, res fsm.Result) error {
+	w, ok := s.backend.(AppliedWaiter)
+	if !ok || res.LogIndex == 0 {
+		return nil
+	}
+	return w.WaitApplied(ctx, res.LogIndex)
 }
 
 func configSetErr(arg, msg string) resp.Reply {
