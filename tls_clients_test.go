@@ -95,6 +95,40 @@ print("ok")`, certs.CA, certs.ClientCert, certs.ClientKey, lh, lp, fh, fp, sh, s
 			t.Fatalf("redis-py over TLS: %v\n%s", err, out)
 		}
 	})
+	// redis-cli --tls with a client certificate: to the leader, through a
+	// follower, and in cluster mode (-c).
+	t.Run("redis-cli", func(t *testing.T) {
+		if _, err := exec.LookPath("redis-cli"); err != nil {
+			if os.Getenv("CI") != "true" {
+				t.Skip("redis-cli is not installed (make deps)")
+			}
+			t.Fatal("redis-cli is not installed (make deps)")
+		}
+		for _, tc := range []struct {
+			name, addr string
+			cluster    bool
+		}{{"leader", c.Addr(l), false}, {"follower", c.Addr(f), false}, {"cluster", c.Addr(f), true}} {
+			host, port, _ := strings.Cut(tc.addr, ":")
+			cli := func(args ...string) string {
+				base := []string{"-h", host, "-p", port, "--tls", "--cacert", certs.CA, "--cert", certs.ClientCert, "--key", certs.ClientKey}
+				if tc.cluster {
+					base = append(base, "-c")
+				}
+				out, err := exec.Command("redis-cli", append(base, args...)...).CombinedOutput()
+				if err != nil {
+					t.Fatalf("redis-cli %s %v: %v\n%s", tc.name, args, err, out)
+				}
+				return strings.TrimSpace(string(out))
+			}
+			key := "tls:cli:" + tc.name
+			if got := cli("SET", key, "me", "NX", "PX", "10000"); got != "OK" {
+				t.Fatalf("redis-cli %s: SET NX = %q", tc.name, got)
+			}
+			if got := cli("EVAL", "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0", "1", key, "me"); got != "1" {
+				t.Fatalf("redis-cli %s: release = %q", tc.name, got)
+			}
+		}
+	})
 	// ioredis over TLS in its four modes (the compat matrix's pinned copy).
 	t.Run("ioredis", func(t *testing.T) {
 		modules, _ := filepath.Abs("compat/matrix/node/node_modules")
