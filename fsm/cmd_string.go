@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 
@@ -198,8 +199,19 @@ func (c *Ctx) setGeneric(args [][]byte, flags int, key, val, expire []byte, ok, 
 		nv.Deadline = deadline
 	}
 	c.put(key, nv)
-	if flags&optNX != 0 {
+	switch {
+	case flags&optNX != 0:
 		c.lockTaken(nv, shapeString)
+	case cur == nil && expire != nil && c.script.active:
+		// A script that creates a string with a lease takes a lock
+		// (node-redlock checks EXISTS, then SETs with PX, in one script).
+		c.lockTaken(nv, shapeString)
+	case cur != nil && cur.lock == shapeString && expire != nil && bytes.Equal(cur.Str, val):
+		// Its holder setting the same token again with a new lease
+		// extends the lock (node-redlock's extend): still held, since
+		// it was taken.
+		nv.lock = shapeString
+		nv.setCreated(cur.created())
 	}
 	c.notify(notifyString, "set", key)
 	if expire != nil {

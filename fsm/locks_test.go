@@ -238,3 +238,37 @@ func TestValueSize(t *testing.T) {
 		t.Errorf("Value is %d bytes, was 96", n)
 	}
 }
+
+// A lock taken the way node-redlock takes it (a script that checks EXISTS
+// and then SETs the token with PX, no NX) is a string lock, and setting
+// the same token again with a new lease (its extend) keeps it held since
+// it was taken; a plain SET with a TTL outside a script is data.
+func TestLocksScriptSetWithLease(t *testing.T) {
+	f := New(Options{})
+	defer f.Close()
+	t0 := kvT0
+	const take = `if redis.call('exists', KEYS[1]) == 1 then return 0 end redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1`
+	const extend = `if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1`
+	for _, s := range []struct {
+		now  int64
+		args []string
+	}{
+		{t0, evalArgs(take, []string{"rl"}, "tok", "10000")},
+		{t0, []string{"SET", "cache", "v", "PX", "10000"}},
+		{t0 + 4000, evalArgs(extend, []string{"rl"}, "tok", "10000")},
+	} {
+		if r := f.Apply(s.now, Command{Args: kvArgs(s.args...)}); r.Reply.IsError() {
+			t.Fatalf("%q: %s", s.args, r.Reply.Str)
+		}
+	}
+	got := locksOf(t, f, t0+5000)
+	if !strings.Contains(got, `"name" "rl" "kind" "string"`) || strings.Contains(got, `"cache"`) {
+		t.Fatalf("DEADBOLT LOCKS after a redlock-style take and extend:\n%s", got)
+	}
+	if !strings.Contains(got, `"held-since-ms" :1700000000000`) || !strings.Contains(got, `"lease-ms" :9000`) {
+		t.Fatalf("the extended lock is held since it was taken, with the new lease:\n%s", got)
+	}
+	if st := f.LockStats()[LockString]; st.Acquired != 1 {
+		t.Fatalf("acquisitions %d, want 1 (the extend is not another)", st.Acquired)
+	}
+}
