@@ -202,9 +202,10 @@ func (c *Ctx) setGeneric(args [][]byte, flags int, key, val, expire []byte, ok, 
 	switch {
 	case flags&optNX != 0:
 		c.lockTaken(nv, shapeString)
-	case cur == nil && expire != nil && c.script.active:
+	case cur == nil && expire != nil && c.script.active && !bytes.HasPrefix(key, redissonPrefix):
 		// A script that creates a string with a lease takes a lock
-		// (node-redlock checks EXISTS, then SETs with PX, in one script).
+		// (node-redlock checks EXISTS, then SETs with PX, in one script);
+		// Redisson's own strings (its unlock latch) are not locks.
 		c.lockTaken(nv, shapeString)
 	case cur != nil && cur.lock == shapeString && expire != nil && bytes.Equal(cur.Str, val):
 		// Its holder setting the same token again with a new lease
@@ -222,6 +223,10 @@ func (c *Ctx) setGeneric(args [][]byte, flags int, key, val, expire []byte, ok, 
 	}
 	return ok
 }
+
+// redissonPrefix starts the names of Redisson's helper keys (its unlock
+// latch, channels, queues), none of them a lock of its own.
+var redissonPrefix = []byte("redisson_")
 
 func cmdSet(c *Ctx, args [][]byte) resp.Reply {
 	flags, expire, ok := parseStringOpts(args, true)
