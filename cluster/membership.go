@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"github.com/deadbolt/deadbolt/acl"
@@ -414,6 +415,10 @@ func (n *Node) JoinVia(ctx context.Context, addr string) error {
 	for {
 		r, err := n.roundTrip(ctx, addr, [][]byte{[]byte("RAFT"), []byte("JOIN"), []byte(n.cfg.ID), []byte(n.RaftAddr())})
 		switch {
+		case err != nil && certificateRefused(err):
+			// The seed or this node refused the other's certificate:
+			// trying again cannot change that.
+			return fmt.Errorf("cluster: join via %s: %w", addr, err)
 		case err != nil && addr != seed:
 			addr = seed // after the pause below
 		case err == nil && r.Type == resp.Status:
@@ -532,4 +537,13 @@ func (n *Node) Users() *acl.Users { return n.users() }
 // as CONFIG SET or ACL SETUSER sent to a follower).
 func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 	return n.fsm.waitApplied(ctx, index)
+}
+
+// certificateRefused reports whether a TLS handshake failed on a
+// certificate: the peer's alert, or this side's verification.
+func certificateRefused(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var op *net.OpError
+	// crypto/tls reports an alert the peer sent as a "remote error".
+	return errors.As(err, &verify) || errors.As(err, &op) && op.Op == "remote error"
 }
