@@ -25,6 +25,7 @@ type nodeMetrics struct {
 	leaderMu      sync.Mutex
 	lastLeader    raft.ServerID
 	leaderChanges atomic.Uint64
+	leaderGone    atomic.Uint64 // elections stood for at once: the leader refused (failfast.go)
 
 	batch lathist.Hist // entries per ApplyBatch
 
@@ -110,7 +111,10 @@ type Metrics struct {
 	// answered an AppendEntries (heartbeats included); -1: never.
 	Followers     map[string]time.Duration
 	LeaderChanges uint64
-	ApplyBatch    *lathist.Snap // entries per batch applied to the state machine
+	// LeaderGone counts the elections this node stood for at once because
+	// its leader's Raft address refused connections (failfast.go).
+	LeaderGone uint64
+	ApplyBatch *lathist.Snap // entries per batch applied to the state machine
 
 	SnapshotsTaken, SnapshotsInstalled       uint64
 	SnapshotTakeNs, SnapshotInstallNs        *lathist.Snap
@@ -132,6 +136,7 @@ func (n *Node) RaftMetrics() Metrics {
 		RaftApplied:          n.raft.AppliedIndex(),
 		Applied:              n.AppliedIndex(),
 		LeaderChanges:        m.leaderChanges.Load(),
+		LeaderGone:           m.leaderGone.Load(),
 		ApplyBatch:           m.batch.Snapshot(),
 		SnapshotsTaken:       m.snapTaken.Load(),
 		SnapshotsInstalled:   m.snapInstalled.Load(),

@@ -404,11 +404,12 @@ func NewNode(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.wg.Add(4)
+	n.wg.Add(5)
 	go n.watchLeadership()
 	go n.leaderDuties()
 	go n.membershipLoop()
 	go n.watchLeaders()
+	go n.watchLeaderGone()
 	return n, nil
 }
 

@@ -51,6 +51,7 @@ var (
 	dRaftContact     = desc("raft_last_contact_seconds", "On a follower: time since it last heard from the leader (absent if never).")
 	dRaftFollower    = desc("raft_follower_last_contact_seconds", "On the leader: time since each follower last answered an AppendEntries, heartbeats included (absent if never).", "follower")
 	dRaftChanges     = desc("raft_leader_changes_total", "Times this node learned of a leader other than the last one it knew.")
+	dRaftGone        = desc("raft_leader_gone_elections_total", "Elections this node stood for at once because its silent leader's Raft address refused connections.")
 	dRaftBatch       = desc("raft_apply_batch_entries", "Log entries per batch applied to the state machine.")
 	dSnapTaken       = desc("raft_snapshots_taken_total", "Snapshots this node took.")
 	dSnapInstalled   = desc("raft_snapshots_installed_total", "Snapshots this node restored (sent by the leader, or at start).")
@@ -162,7 +163,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dCommands, dCommandSeconds, dErrors, dConns, dConnsAccepted, dConnsRejected,
 		dChannels, dPatterns, dShardChannels, dDelivered, dKeys, dDeadlines, dScripts, dFunctions, dLibraries, dLogical,
 		dRaftState, dRaftTerm, dRaftLast, dRaftCommit, dRaftApplied, dRaftFSMApplied, dRaftLeaderKnown, dRaftContact,
-		dRaftFollower, dRaftChanges, dRaftBatch, dSnapTaken, dSnapInstalled, dSnapTakeSec, dSnapInstallSec, dSnapBytes,
+		dRaftFollower, dRaftChanges, dRaftGone, dRaftBatch, dSnapTaken, dSnapInstalled, dSnapTakeSec, dSnapInstallSec, dSnapBytes,
 		dLogWrite, dLogSync, dLogBatch, dLogBytes, dLogSegments} {
 		ch <- d
 	}
@@ -246,6 +247,7 @@ func (c *collector) collectRaft(ch chan<- prometheus.Metric, counter, gauge emit
 		}
 	}
 	counter(dRaftChanges, float64(m.LeaderChanges))
+	counter(dRaftGone, float64(m.LeaderGone))
 	ch <- histogram(dRaftBatch, m.ApplyBatch, countBounds, countLe, 1)
 	counter(dSnapTaken, float64(m.SnapshotsTaken))
 	counter(dSnapInstalled, float64(m.SnapshotsInstalled))

@@ -63,6 +63,9 @@ func cmdInfo(c *conn, args [][]byte) {
 				for _, s := range infoSections {
 					want[s] = true
 				}
+				if name == "everything" {
+					want[infoRaftSection] = true
+				}
 			case "default":
 				for s := range infoDefault {
 					want[s] = true
@@ -77,18 +80,23 @@ func cmdInfo(c *conn, args [][]byte) {
 
 func (s *Server) info(want map[string]bool) string {
 	var b strings.Builder
-	for _, sec := range infoSections {
-		if !want[sec] {
-			continue
-		}
+	section := func(title string, lines []string) {
 		if b.Len() > 0 {
 			b.WriteString("\r\n")
 		}
-		b.WriteString("# " + infoTitles[sec] + "\r\n")
-		for _, l := range s.infoSection(sec) {
+		b.WriteString("# " + title + "\r\n")
+		for _, l := range lines {
 			b.WriteString(l)
 			b.WriteString("\r\n")
 		}
+	}
+	for _, sec := range infoSections {
+		if want[sec] {
+			section(infoTitles[sec], s.infoSection(sec))
+		}
+	}
+	if want[infoRaftSection] { // after Redis's sections, as a module's would be
+		section("Raft", s.infoRaft())
 	}
 	return b.String()
 }

@@ -49,7 +49,9 @@ func TestInfoSections(t *testing.T) {
 		{[]string{"default"}, def},
 		{[]string{"DEFAULT", "cpu"}, def},
 		{[]string{"all"}, all},
-		{[]string{"everything"}, all},
+		{[]string{"everything"}, append(all[:len(all):len(all)], "Raft")},
+		{[]string{"raft"}, []string{"Raft"}},
+		{[]string{"raft", "server"}, []string{"Server", "Raft"}},
 		{[]string{"default", "commandstats"}, []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Replication", "CPU", "Modules", "Commandstats", "Errorstats", "Cluster", "Keyspace"}},
 		{[]string{"server", "clients"}, []string{"Server", "Clients"}},
 		{[]string{"keyspace", "SERVER", "server"}, []string{"Server", "Keyspace"}},
@@ -66,6 +68,7 @@ func TestInfoSections(t *testing.T) {
 	c.must(bulk("# Modules\r\n"), "info", "modules")
 	c.must(bulk("# Cluster\r\ncluster_enabled:0\r\n"), "info", "cluster")
 	c.must(bulk("# Keyspace\r\n"), "info", "keyspace")
+	c.must(bulk("# Raft\r\nraft_enabled:0\r\n"), "info", "raft")
 }
 
 func TestInfoFields(t *testing.T) {

@@ -58,13 +58,13 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return err
 			}
-			addr, id, pids, stop, leader, err := startDeadboltCluster(ctx, cfg.deadboltBin, dir, cfg.memberProcs, extra...)
+			dc, err := startDeadboltCluster(ctx, cfg.deadboltBin, dir, cfg.memberProcs, extra...)
 			if err != nil {
 				return err
 			}
-			defer stop()
-			targets = append(targets, target{name: name, addr: addr, pids: pids, leader: leader,
-				about: "3 × " + cfg.deadboltBin + how + ", Raft, data on disk (default fsync), clients on leader " + id})
+			defer dc.stop()
+			targets = append(targets, target{name: name, addr: dc.addr, pids: dc.pids, leader: dc.leader, members: dc.members,
+				about: "3 × " + cfg.deadboltBin + how + ", Raft, data on disk (default fsync), clients on leader " + dc.leaderID})
 		case "deadbolt1":
 			addr, pids, stop, err := startDeadboltSingle(ctx, cfg.deadboltBin, root, cfg.memberProcs)
 			if err != nil {
@@ -103,6 +103,7 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintln(stdout)
 
+	terms := raftTerms(ctx, targets)
 	results, err := measureAll(ctx, cfg, targets, stderr)
 	if err != nil {
 		return err
@@ -110,6 +111,7 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	if err := reportCluster(stdout, cfg, targets, results); err != nil {
 		return err
 	}
+	reportLeaderChanges(ctx, stdout, targets, terms)
 	if err := reportSerial(ctx, stdout, targets); err != nil {
 		return err
 	}

@@ -12,26 +12,36 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// dbCluster is three bin/deadbolt processes forming one Raft cluster.
+type dbCluster struct {
+	addr, leaderID string   // the leader's RESP address and id at the start
+	members        []string // every member's RESP address
+	pids           []int
+	stop           func()                                // kills the three
+	leader         func(context.Context) (string, error) // the current leader's RESP address
+}
+
 // startDeadboltCluster starts three bin/deadbolt processes forming one
 // Raft cluster, each with its data directory under root (on disk, default
-// fsync), and waits until all three agree on a leader. It returns the
-// leader's RESP address and id and the processes' ids; stop kills the
-// three; leader finds the current leader's RESP address.
-func startDeadboltCluster(ctx context.Context, bin, root string, maxProcs int, extra ...string) (addr, leaderID string, pids []int, stop func(), leader func(context.Context) (string, error), err error) {
+// fsync), and waits until all three agree on a leader.
+func startDeadboltCluster(ctx context.Context, bin, root string, maxProcs int, extra ...string) (*dbCluster, error) {
 	path, err := exec.LookPath(bin)
 	if err != nil {
-		return "", "", nil, nil, nil, fmt.Errorf("deadbolt: %w (run make build, or pass -deadbolt-bin)", err)
+		return nil, fmt.Errorf("deadbolt: %w (run make build, or pass -deadbolt-bin)", err)
 	}
 	ports, err := freePorts(6)
 	if err != nil {
-		return "", "", nil, nil, nil, err
+		return nil, err
 	}
 	var peers []string
 	for i := range 3 {
 		peers = append(peers, fmt.Sprintf("n%d=%s", i+1, loopback(ports[3+i])))
 	}
-	var procs []*proc
-	stop = func() {
+	var (
+		procs []*proc
+		pids  []int
+	)
+	stop := func() {
 		for _, p := range procs {
 			p.stop()
 		}
@@ -46,7 +56,7 @@ func startDeadboltCluster(ctx context.Context, bin, root string, maxProcs int, e
 		p, err := startProc("deadbolt-"+id, root, maxProcs, path, args...)
 		if err != nil {
 			stop()
-			return "", "", nil, nil, nil, err
+			return nil, err
 		}
 		procs = append(procs, p)
 		pids = append(pids, p.cmd.Process.Pid)
@@ -55,13 +65,13 @@ func startDeadboltCluster(ctx context.Context, bin, root string, maxProcs int, e
 	id, addr, err := waitLeader(ctx, respAddrs, procs)
 	if err != nil {
 		stop()
-		return "", "", nil, nil, nil, err
+		return nil, err
 	}
-	leader = func(ctx context.Context) (string, error) {
+	leader := func(ctx context.Context) (string, error) {
 		_, addr, err := waitLeader(ctx, respAddrs, procs)
 		return addr, err
 	}
-	return addr, id, pids, stop, leader, nil
+	return &dbCluster{addr: addr, leaderID: id, members: respAddrs, pids: pids, stop: stop, leader: leader}, nil
 }
 
 // startDeadboltSingle starts one bin/deadbolt process with a data

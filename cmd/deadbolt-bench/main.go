@@ -144,6 +144,9 @@ type target struct {
 	// leader, when set, finds the address to measure before each cell
 	// (the cluster's leader, which may have changed).
 	leader func(ctx context.Context) (string, error)
+	// members, for a deadbolt cluster, are its members' RESP addresses
+	// (leader changes are counted on them: stability.go).
+	members []string
 	// measure measures the target; nil means the Redisson scripts.
 	measure func(ctx context.Context, t target, clients int, cfg config) (cell, error)
 }

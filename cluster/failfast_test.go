@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// longTimeouts gives every node of c heartbeat and election timeouts of d
+// once it has a leader (raft's first election waits them out too).
+func longTimeouts(t *testing.T, c *testCluster, d time.Duration) {
+	t.Helper()
+	for _, n := range c.nodes {
+		n.cfg.HeartbeatTimeout, n.cfg.ElectionTimeout = d, d
+		rc := n.raft.ReloadableConfig()
+		rc.HeartbeatTimeout, rc.ElectionTimeout = d, d
+		if err := n.raft.ReloadConfig(rc); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A leader whose process is gone (its Raft address refuses connections)
+// is replaced long before the heartbeat timeout: here 20 s, so that only
+// the refused connection can explain a new leader within 5 s. With
+// watchLeaderGone off, this test fails.
+func TestLeaderGoneElectsWithoutWaitingTheTimeout(t *testing.T) {
+	const long = 20 * time.Second
+	c := startTestCluster(t, 3)
+	longTimeouts(t, c, long)
+	li := c.leader(-1)
+	ctx := context.Background()
+	if _, err := c.nodes[li].Apply(ctx, cmd("SET", "before", "1")); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c.nodes[li].Close()
+	var ni int
+	within(t, 5*time.Second, "a new leader after the old one's process ended", func() bool {
+		ni = -1
+		for i, n := range c.nodes {
+			if i != li && n.IsLeader() {
+				ni = i
+			}
+		}
+		return ni >= 0
+	})
+	t.Logf("%s leads %v after %s's process ended", c.ids[ni], time.Since(start).Round(time.Millisecond), c.ids[li])
+	res, err := c.nodes[ni].Apply(ctx, cmd("GET", "before"))
+	if err != nil || res.Reply.String() != "1" {
+		t.Fatalf("GET through the new leader: %v %q", err, res.Reply.String())
+	}
+	if got := c.nodes[ni].LeaderGoneElections() + c.nodes[3-li-ni].LeaderGoneElections(); got == 0 {
+		t.Errorf("no survivor counted an election for a leader gone")
+	}
+	// Once a leader is known again, the survivors wait the full timeouts.
+	within(t, 5*time.Second, "the timeouts restored", func() bool {
+		for i, n := range c.nodes {
+			if i != li && n.raft.ReloadableConfig().HeartbeatTimeout != long {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// A leader that is only silent (cut off, paused, slow) still accepts
+// connections on its Raft address, or cannot be asked: its followers
+// wait out their timeouts rather than stand at once.
+func TestSilentLeaderKeepsTheTimeout(t *testing.T) {
+	const long = 20 * time.Second
+	c := startTestCluster(t, 3)
+	longTimeouts(t, c, long)
+	li := c.leader(-1)
+	term := c.nodes[li].raft.CurrentTerm()
+	var others []string
+	for i, id := range c.ids {
+		if i != li {
+			others = append(others, id)
+		}
+	}
+	c.nw.Isolate(c.ids[li], others...)
+	// Three seconds is twelve leader leases of silence and many probes.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		for i, n := range c.nodes {
+			if i == li {
+				continue
+			}
+			if n.raft.State() != raft.Follower || n.raft.CurrentTerm() != term {
+				t.Fatalf("%s is %v in term %d (was %d) although the leader's address accepts connections",
+					c.ids[i], n.raft.State(), n.raft.CurrentTerm(), term)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
