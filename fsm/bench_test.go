@@ -153,3 +153,28 @@ func BenchmarkIntrospect100k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFcallLockUnlock is BenchmarkEvalLockUnlock with the two scripts
+// as the functions of one library, called with FCALL.
+func BenchmarkFcallLockUnlock(b *testing.B) {
+	f := New(Options{})
+	defer f.Close()
+	lib := "#!lua name=benchlock\n" +
+		"local function lock(KEYS, ARGV)\n" + benchLock + "\nend\n" +
+		"local function unlock(KEYS, ARGV)\n" + benchUnlock + "\nend\n" +
+		"redis.register_function('lock', lock)\nredis.register_function('unlock', unlock)\n"
+	if r := f.Apply(0, Command{Args: toArgs([]string{"FUNCTION", "LOAD", lib})}); r.Reply.IsError() {
+		b.Fatalf("FUNCTION LOAD: %q", r.Reply.Append(nil))
+	}
+	lock := Command{Args: toArgs([]string{"FCALL", "lock", "1", "{lock}", "30000", "uuid:1"})}
+	unlock := Command{Args: toArgs([]string{"FCALL", "unlock", "2", "{lock}", "redisson_lock__channel:{lock}", "0", "30000", "uuid:1"})}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if r := f.Apply(int64(i), lock); r.Reply.Type != 0 {
+			b.Fatalf("lock: %q", r.Reply.Append(nil))
+		}
+		if r := f.Apply(int64(i), unlock); r.Reply.Int != 1 {
+			b.Fatalf("unlock: %q", r.Reply.Append(nil))
+		}
+	}
+}

@@ -226,8 +226,8 @@ func (e *Engine) CallFunction(libName, fname string, keys, args [][]byte, c Call
 	defer e.run.end()
 	L.SetTop(0)
 	L.Push(fn)
-	L.Push(argsTable(L, keys))
-	L.Push(argsTable(L, args))
+	L.Push(e.sb.argsTable(L, keys))
+	L.Push(e.sb.argsTable(L, args))
 	return e.result(fname, L.PCall(2, 1, e.sb.errHandler))
 }
 

@@ -55,6 +55,9 @@ func (sb *sandbox) functionGlobals(L *lua.LState) *lua.LTable {
 	}
 	redis := sb.protect(L, sb.newLib(L, 0, sb.redisEntries()...), nil)
 	g := L.NewTable()
+	// redis is a field of its own, found without calling __index: a
+	// function looks it up for every redis.call.
+	g.RawSetString("redis", redis)
 	gm := L.NewTable()
 	gm.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		k := L.Get(2)
@@ -75,11 +78,15 @@ func (sb *sandbox) functionGlobals(L *lua.LState) *lua.LTable {
 	return g
 }
 
-// argsTable is FCALL's keys or args as a Lua array.
-func argsTable(L *lua.LState, items [][]byte) *lua.LTable {
+// argsTable is FCALL's keys or args as a new Lua array. A new one each
+// call, unlike a script's KEYS and ARGV (argTable): a library's functions
+// may keep what they are given in the library's own locals from one call
+// to the next. The strings come from the argument cache when they can,
+// which no function can tell from new ones.
+func (sb *sandbox) argsTable(L *lua.LState, items [][]byte) *lua.LTable {
 	t := L.CreateTable(len(items), 0)
 	for _, b := range items {
-		t.Append(lua.LString(b))
+		t.Append(sb.argCache.str(b))
 	}
 	return t
 }

@@ -319,6 +319,22 @@ const (
 
 func newArgCache() argCache { return argCache{seed: maphash.MakeSeed()} }
 
+// str returns b as a Lua string: the cached one if it is there, else a
+// copy, which it caches.
+func (c *argCache) str(b []byte) lua.LValue {
+	k := c.slot(b)
+	if k >= 0 {
+		if s, ok := c.slots[k].(lua.LString); ok && string(s) == string(b) {
+			return c.slots[k]
+		}
+	}
+	v := lua.LValue(lua.LString(b))
+	if k >= 0 {
+		c.slots[k] = v
+	}
+	return v
+}
+
 // slot returns where b is cached, or -1 if it is not cacheable.
 func (c *argCache) slot(b []byte) int {
 	if len(b) > argCacheMaxLen {
