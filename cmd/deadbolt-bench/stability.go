@@ -13,8 +13,8 @@ import (
 
 // raftState is what INFO raft says of one member.
 type raftState struct {
-	term, changes uint64
-	err           error
+	term, changes, gone uint64
+	err                 error
 }
 
 // raftTerms reads every cluster member's term and leader-change count,
@@ -46,6 +46,8 @@ func infoRaft(ctx context.Context, addr string) raftState {
 			st.term, _ = strconv.ParseUint(v, 10, 64)
 		case "raft_leader_changes":
 			st.changes, _ = strconv.ParseUint(v, 10, 64)
+		case "raft_leader_gone_elections":
+			st.gone, _ = strconv.ParseUint(v, 10, 64)
 		}
 	}
 	return st
@@ -67,7 +69,8 @@ func reportLeaderChanges(ctx context.Context, w io.Writer, targets []target, bef
 			case b[i].err != nil || a[i].err != nil:
 				moved = append(moved, fmt.Sprintf("member %d: INFO raft failed (%v %v)", i+1, b[i].err, a[i].err))
 			case a[i].term != b[i].term || a[i].changes != b[i].changes:
-				moved = append(moved, fmt.Sprintf("member %d: term %d → %d, leader changes +%d", i+1, b[i].term, a[i].term, a[i].changes-b[i].changes))
+				moved = append(moved, fmt.Sprintf("member %d: term %d → %d, leader changes +%d, elections for a leader gone +%d",
+					i+1, b[i].term, a[i].term, a[i].changes-b[i].changes, a[i].gone-b[i].gone))
 			}
 		}
 		if len(moved) == 0 {
