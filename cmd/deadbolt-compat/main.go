@@ -42,6 +42,7 @@ func main() {
 
 type runner struct {
 	bin, goClient, dir, python, node, redisCLI, redisServer string
+	php, ruby                                               string
 	goPinnedClient                                          string // compat/matrix/gopinned, a module of its own
 	logs                                                    string
 	password                                                string // every cell's ACL user's (users.go)
@@ -65,6 +66,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&r.dir, "dir", "compat/matrix", "the matrix's directory (python/, node/, cli/)")
 	fs.StringVar(&r.python, "python", "/usr/bin/python3", "the Python with Debian's python3-redis")
 	fs.StringVar(&r.node, "node", "node", "the Node.js binary")
+	fs.StringVar(&r.php, "php", "php", "the PHP CLI with Debian's php-redis and php-symfony-lock")
+	fs.StringVar(&r.ruby, "ruby", "ruby", "the Ruby with Debian's ruby-redis")
 	fs.StringVar(&r.redisCLI, "redis-cli", "redis-cli", "the redis-cli binary")
 	fs.StringVar(&r.redisServer, "redis-server", "redis-server", "the reference redis-server")
 	fs.StringVar(&r.logs, "logs", "bin/compat-logs", "where each run's output goes")
@@ -211,6 +214,13 @@ func (r *runner) findDeps(ctx context.Context) {
 				break
 			}
 		}
+	}
+	if out, err := exec.CommandContext(ctx, r.php, "-r", `require "/usr/share/php/Symfony/Component/Lock/autoload.php"; `+
+		`if (!class_exists("Redis") || !class_exists("Symfony\\Component\\Lock\\Store\\RedisStore")) { exit(1); }`).CombinedOutput(); err != nil {
+		r.missing["php"] = fmt.Sprintf("%s has no phpredis or Symfony Lock (apt-get install php-cli php-redis php-symfony-lock): %v %s", r.php, err, strings.TrimSpace(string(out)))
+	}
+	if out, err := exec.CommandContext(ctx, r.ruby, "-e", `require "redis"; exit(Redis::VERSION.start_with?("4.") ? 0 : 1)`).CombinedOutput(); err != nil {
+		r.missing["ruby"] = fmt.Sprintf("%s cannot load the redis gem 4.x (apt-get install ruby-redis): %v %s", r.ruby, err, strings.TrimSpace(string(out)))
 	}
 	if _, err := exec.LookPath(r.redisCLI); err != nil {
 		r.missing["cli"] = fmt.Sprintf("%s: %v (apt-get install redis-tools)", r.redisCLI, err)
