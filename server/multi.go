@@ -29,8 +29,12 @@ type multiState struct {
 	nlocal int
 	dirty  bool // a command failed to queue: EXEC answers EXECABORT
 	// The first queued connection command that no keyspace command
-	// (noKeyspace) or no keyspace write (noWrite) may follow.
-	noKeyspace, noWrite string
+	// (noKeyspace) or no keyspace write (noWrite) may follow, and the
+	// first AUTH (or HELLO ... AUTH), which not even PING may follow
+	// (noneAfter): Redis checks each command against the user at the time
+	// it runs inside EXEC.
+	noKeyspace, noWrite, noneAfter string
+	hello                          bool // a HELLO is queued: EXEC's elements may change protocol
 }
 
 // order says which keyspace commands may follow a queued connection
@@ -41,6 +45,7 @@ const (
 	anyOrder  order = iota // neither reads the keyspace nor changes what keyspace commands do
 	noWrite                // reads keyspace state: only keyspace reads may follow
 	lastOrder              // changes what keyspace commands do: no keyspace command may follow
+	authOrder              // may change the user: only connection commands may follow, checked at their turn
 )
 
 // multiOrder classifies a connection command for queueing.
@@ -82,6 +87,14 @@ func multiOrder(cs *connSpec, args [][]byte) order {
 		case "setuser", "deluser", "load":
 			return lastOrder
 		}
+	case "auth":
+		return authOrder
+	case "hello":
+		for _, a := range args[1:] {
+			if strings.EqualFold(string(a), "auth") {
+				return authOrder
+			}
+		}
 	}
 	return anyOrder
 }
@@ -91,12 +104,11 @@ func multiOrder(cs *connSpec, args [][]byte) order {
 var connLevel = map[string]bool{"ping": true, "echo": true, "select": true, "time": true, "unwatch": true}
 
 // notQueued are connection commands refused inside MULTI although Redis
-// queues them: they wait (WAITAOF, DEBUG; WAIT is queued and does not
-// wait inside EXEC, as in Redis), change the connection's
-// mode (the SUBSCRIBE family, whose replies Redis interleaves with EXEC's
-// array), or belong to the cluster's members.
+// queues them: they change the connection's mode (the SUBSCRIBE family,
+// whose replies Redis interleaves with EXEC's array), or belong to the
+// cluster's members. (WAIT is queued and does not wait inside EXEC, as in
+// Redis; WAITAOF and DEBUG: queueRefusal.)
 var notQueued = map[string]bool{
-	"waitaof": true, "debug": true,
 	"subscribe": true, "unsubscribe": true, "psubscribe": true, "punsubscribe": true,
 	"ssubscribe": true, "sunsubscribe": true,
 	"raft": true, cluster.ForwardCommand: true, cluster.AppliedCommand: true,
@@ -115,6 +127,10 @@ func (c *conn) queue(spec *fsm.Spec, cs *connSpec, name string, args [][]byte) {
 		args = fsm.MemoryUsageArgs(args[2:])
 	}
 	if spec != nil {
+		if m.noneAfter != "" {
+			c.reject(name, "ERR '"+c.lastCmd+"' cannot follow '"+m.noneAfter+"' in a transaction: deadbolt runs a transaction's connection commands after its keyspace commands")
+			return
+		}
 		if !connLevel[spec.Name] {
 			after := m.noKeyspace
 			if after == "" && spec.Flags&fsm.Write != 0 {
@@ -149,6 +165,16 @@ func (c *conn) queue(spec *fsm.Spec, cs *connSpec, name string, args [][]byte) {
 		if m.noKeyspace == "" {
 			m.noKeyspace = c.lastCmd
 		}
+	case authOrder:
+		if m.noKeyspace == "" {
+			m.noKeyspace = c.lastCmd
+		}
+		if m.noneAfter == "" {
+			m.noneAfter = c.lastCmd
+		}
+	}
+	if cs.name == "hello" {
+		m.hello = true
 	}
 	m.queued = append(m.queued, copyArgs(args))
 	m.local = append(m.local, cs)
@@ -191,15 +217,23 @@ func (m *multiState) keyspaceTx() [][][]byte {
 // mergeExec runs a transaction's connection commands after its keyspace
 // part answered ks (one reply per keyspace command) and returns EXEC's
 // array, every reply at its command's position. Each connection command
-// sees the database the SELECTs before it chose.
-func (c *conn) mergeExec(m *multiState, startDB, endDB int, ks []resp.Reply) resp.Reply {
+// sees the database the SELECTs before it chose. With a HELLO queued it
+// returns the array already encoded instead, each element in the
+// protocol in force at its place (multi_conn.go).
+func (c *conn) mergeExec(m *multiState, startDB, endDB int, ks []resp.Reply) (resp.Reply, []byte) {
 	out := make([]resp.Reply, len(m.queued))
+	var w *execWriter
+	if m.hello {
+		w = newExecWriter(len(out))
+	}
 	db, k := startDB, 0
+	recheck := false // an AUTH ran: check what follows against its user
 	c.execing = m
 	defer func() { c.execing = nil }()
 	for i, args := range m.queued {
 		cs := m.local[i]
-		if cs == nil {
+		switch {
+		case cs == nil:
 			if k < len(ks) {
 				out[i] = ks[k]
 			}
@@ -209,13 +243,28 @@ func (c *conn) mergeExec(m *multiState, startDB, endDB int, ks []resp.Reply) res
 					db = n
 				}
 			}
-			continue
+		default:
+			if recheck {
+				if r, denied := c.execDenial(args); denied {
+					out[i] = r
+					break
+				}
+			}
+			c.db = db
+			out[i] = c.runQueued(cs, args)
+			if cs.name == "auth" || cs.name == "hello" {
+				recheck = true
+			}
 		}
-		c.db = db
-		out[i] = c.runQueued(cs, args)
+		if w != nil {
+			w.add(out[i], c.protocol())
+		}
 	}
 	c.db = endDB
-	return resp.ArrayReply(out...)
+	if w != nil {
+		return resp.Reply{}, w.buf
+	}
+	return resp.ArrayReply(out...), nil
 }
 
 // runQueued runs one queued connection command inside EXEC and returns its
