@@ -35,6 +35,7 @@ type multiState struct {
 	// it runs inside EXEC.
 	noKeyspace, noWrite, noneAfter string
 	hello                          bool // a HELLO is queued: EXEC's elements may change protocol
+	pubsub                         bool // a SUBSCRIBE-family command is queued (multi_conn.go)
 }
 
 // order says which keyspace commands may follow a queued connection
@@ -89,6 +90,10 @@ func multiOrder(cs *connSpec, args [][]byte) order {
 		}
 	case "auth":
 		return authOrder
+	case "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe":
+		// A message a later keyspace command publishes would reach the
+		// new subscription in the middle of EXEC's array.
+		return lastOrder
 	case "hello":
 		for _, a := range args[1:] {
 			if strings.EqualFold(string(a), "auth") {
@@ -104,13 +109,10 @@ func multiOrder(cs *connSpec, args [][]byte) order {
 var connLevel = map[string]bool{"ping": true, "echo": true, "select": true, "time": true, "unwatch": true}
 
 // notQueued are connection commands refused inside MULTI although Redis
-// queues them: they change the connection's mode (the SUBSCRIBE family,
-// whose replies Redis interleaves with EXEC's array), or belong to the
-// cluster's members. (WAIT is queued and does not wait inside EXEC, as in
-// Redis; WAITAOF and DEBUG: queueRefusal.)
+// queues them: the cluster's members' own. (WAIT is queued and does not
+// wait inside EXEC, as in Redis; WAITAOF and DEBUG: dispatch,
+// multi_conn.go.)
 var notQueued = map[string]bool{
-	"subscribe": true, "unsubscribe": true, "psubscribe": true, "punsubscribe": true,
-	"ssubscribe": true, "sunsubscribe": true,
 	"raft": true, cluster.ForwardCommand: true, cluster.AppliedCommand: true,
 }
 
@@ -173,8 +175,11 @@ func (c *conn) queue(spec *fsm.Spec, cs *connSpec, name string, args [][]byte) {
 			m.noneAfter = c.lastCmd
 		}
 	}
-	if cs.name == "hello" {
+	switch cs.name {
+	case "hello":
 		m.hello = true
+	case "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe":
+		m.pubsub = true
 	}
 	m.queued = append(m.queued, copyArgs(args))
 	m.local = append(m.local, cs)
@@ -223,8 +228,11 @@ func (m *multiState) keyspaceTx() [][][]byte {
 func (c *conn) mergeExec(m *multiState, startDB, endDB int, ks []resp.Reply) (resp.Reply, []byte) {
 	out := make([]resp.Reply, len(m.queued))
 	var w *execWriter
-	if m.hello {
+	if m.hello || m.pubsub {
 		w = newExecWriter(len(out))
+	}
+	if m.pubsub {
+		c.holdMessages()
 	}
 	db, k := startDB, 0
 	recheck := false // an AUTH ran: check what follows against its user
@@ -238,10 +246,14 @@ func (c *conn) mergeExec(m *multiState, startDB, endDB int, ks []resp.Reply) (re
 				out[i] = ks[k]
 			}
 			k++
-			if lower := strings.ToLower(string(args[0])); lower == "select" && out[i].Type == resp.Status {
+			lower := strings.ToLower(string(args[0]))
+			if lower == "select" && out[i].Type == resp.Status {
 				if n, err := strconv.Atoi(string(args[1])); err == nil {
 					db = n
 				}
+			}
+			if lower == "ping" && m.pubsub && !out[i].IsError() {
+				out[i] = c.subscribedPing(args, out[i])
 			}
 		default:
 			if recheck {
@@ -251,9 +263,18 @@ func (c *conn) mergeExec(m *multiState, startDB, endDB int, ks []resp.Reply) (re
 				}
 			}
 			c.db = db
-			out[i] = c.runQueued(cs, args)
+			got := c.runQueued(cs, args)
+			out[i] = got[0]
 			if cs.name == "auth" || cs.name == "hello" {
 				recheck = true
+			}
+			if w != nil && len(got) > 1 {
+				// One reply per channel: Redis writes them all, more
+				// elements than the array's header says.
+				for _, r := range got {
+					w.add(r, c.protocol())
+				}
+				continue
 			}
 		}
 		if w != nil {
@@ -268,10 +289,15 @@ func (c *conn) mergeExec(m *multiState, startDB, endDB int, ks []resp.Reply) (re
 }
 
 // runQueued runs one queued connection command inside EXEC and returns its
-// reply.
-func (c *conn) runQueued(cs *connSpec, args [][]byte) resp.Reply {
-	if cs.name == "monitor" {
-		return resp.Err("ERR MONITOR isn't allowed for DENY BLOCKING client")
+// replies: one, or one per channel for the SUBSCRIBE family.
+func (c *conn) runQueued(cs *connSpec, args [][]byte) []resp.Reply {
+	switch cs.name {
+	case "monitor":
+		return []resp.Reply{resp.Err("ERR MONITOR isn't allowed for DENY BLOCKING client")}
+	case "ssubscribe":
+		// Redis 7.0 lets SUBSCRIBE and PSUBSCRIBE run inside EXEC, for
+		// backward compatibility, but not SSUBSCRIBE.
+		return []resp.Reply{resp.Err("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")}
 	}
 	var got []resp.Reply
 	saved := c.capture
@@ -279,7 +305,7 @@ func (c *conn) runQueued(cs *connSpec, args [][]byte) resp.Reply {
 	defer func() { c.capture = saved }()
 	cs.fn(c, args)
 	if len(got) == 0 {
-		return resp.NilReply // SHUTDOWN answers nothing, but it is never queued
+		return []resp.Reply{resp.NilReply} // SHUTDOWN answers nothing, but it is never queued
 	}
-	return got[0]
+	return got
 }

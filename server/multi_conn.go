@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net"
 	"strconv"
 	"strings"
 
@@ -22,6 +23,14 @@ import (
 //     against the user AUTH logged in (execDenial); since deadbolt runs
 //     the keyspace part first, no keyspace command may follow a queued
 //     AUTH (multiOrder's authOrder, refused when queued).
+//   - The SUBSCRIBE family is queued and run inside EXEC: its
+//     confirmations become elements of EXEC's array, one per channel, so
+//     the array holds more elements than its header says, as Redis writes
+//     it; PING after it answers in the subscribed form (subscribedPing);
+//     messages for the connection wait until EXEC's reply is queued
+//     (holdMessages), as Redis writes them after it. SSUBSCRIBE answers
+//     7.0's DENY BLOCKING error there (runQueued). No keyspace command
+//     but the connection-level ones may follow it (lastOrder).
 //   - WAITAOF is a Redis 7.2 command: 7.0 answers it inside MULTI as an
 //     unknown command, and so does deadbolt (dispatch), which answers it
 //     as 7.2 does outside MULTI.
@@ -38,8 +47,8 @@ func (c *conn) debugInMulti() string {
 	switch c.srv.configGet(paramByName["enable-debug-command"]) {
 	case "yes":
 	case "local":
-		if c.nc == nil || !localClient(c.nc.RemoteAddr()) {
-			return msgDebugNotAllowed
+		if host, _, _ := net.SplitHostPort(c.addr); host != "127.0.0.1" && host != "::1" {
+			return msgDebugNotAllowed // Redis's local: 127.0.0.1 or ::1 (protected.go)
 		}
 	default:
 		return msgDebugNotAllowed
@@ -92,12 +101,37 @@ func newExecWriter(n int) *execWriter {
 func (w *execWriter) add(r resp.Reply, proto int) { w.buf = r.AppendProto(w.buf, proto) }
 
 // replyEncoded queues an already encoded reply (EXEC's, from execWriter),
-// unless CLIENT REPLY turned replies off.
+// unless CLIENT REPLY turned replies off, and after it the messages that
+// arrived for subscriptions the EXEC made.
 func (c *conn) replyEncoded(b []byte) {
-	if c.adm.quiet() {
-		return
-	}
+	quiet := c.adm.quiet()
 	c.mu.Lock()
-	c.out = append(c.out, b...)
+	if !quiet {
+		c.out = append(c.out, b...)
+	}
+	c.out = append(c.out, c.held...)
+	c.held, c.hold = nil, false
 	c.mu.Unlock()
+}
+
+// holdMessages keeps the messages published to this connection's
+// subscriptions from now on until EXEC's reply is queued (replyEncoded):
+// Redis, single-threaded, writes them after it.
+func (c *conn) holdMessages() {
+	c.mu.Lock()
+	c.hold = true
+	c.mu.Unlock()
+}
+
+// subscribedPing is PING's reply once an EXEC's SUBSCRIBE made the
+// connection subscribed: over RESP2 the subscribed form, ["pong", msg].
+func (c *conn) subscribedPing(args [][]byte, r resp.Reply) resp.Reply {
+	if !c.subscribed() || c.protocol() >= 3 {
+		return r
+	}
+	msg := []byte{}
+	if len(args) == 2 {
+		msg = args[1]
+	}
+	return resp.ArrayReply(resp.BulkString("pong"), resp.BulkReply(msg))
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/deadbolt/deadbolt/resp"
 )
 
 func TestMultiExec(t *testing.T) {
@@ -27,11 +29,10 @@ func TestMultiExec(t *testing.T) {
 	c.must(okReply, "select", "0")
 	c.must(nilReply, "get", "in2")
 
-	// The SUBSCRIBE family is refused inside MULTI (Redis queues it);
-	// WAITAOF is unknown there, as in Redis 7.0, which has no WAITAOF.
+	// WAITAOF is unknown inside MULTI, as in Redis 7.0, which has no
+	// WAITAOF.
 	c.must(okReply, "multi")
 	c.mustErr("ERR unknown command 'waitaof', with args beginning with: '0' '0' '0' ", "waitaof", "0", "0", "0")
-	c.mustErr("ERR 'subscribe' is not supported inside MULTI", "subscribe", "ch")
 	c.mustErr("EXECABORT Transaction discarded because of previous errors.", "exec")
 	// DEBUG: 7.0's refusal while enable-debug-command forbids it (the
 	// default); outside MULTI deadbolt runs DEBUG SLEEP whatever it says.
@@ -287,5 +288,37 @@ func TestWatchGoRedis(t *testing.T) {
 	}
 	if n, _ := rc.Get(ctx, "n").Int(); n != 11 {
 		t.Fatalf("n = %d, want 11", n)
+	}
+}
+
+// TestMultiSubscribe: SUBSCRIBE is queued (the transcripts check its
+// replies against Redis); no keyspace command but PING, ECHO, SELECT, TIME
+// and UNWATCH may follow it, since a message it published would reach the
+// new subscription in the middle of EXEC's array in Redis.
+func TestMultiSubscribe(t *testing.T) {
+	s := newTestServer(t)
+	c := dial(t, s.addr)
+	c.must(okReply, "multi")
+	c.must(status("QUEUED"), "set", "k", "v")
+	c.must(status("QUEUED"), "subscribe", "ch")
+	c.must(status("QUEUED"), "ping")
+	c.mustErr("ERR 'publish' cannot follow 'subscribe' in a transaction: deadbolt runs a transaction's connection commands after its keyspace commands", "publish", "ch", "m")
+	c.mustErr("EXECABORT Transaction discarded because of previous errors.", "exec")
+}
+
+// TestExecHoldsMessages: a message for a subscription an EXEC made waits
+// until EXEC's reply is queued, as Redis (single-threaded) writes it after.
+func TestExecHoldsMessages(t *testing.T) {
+	c := &conn{srv: &Server{}, proto: 2, kicked: true} // kicked: no writer goroutine
+	c.holdMessages()
+	c.push(&frame{r: pushReply(resp.BulkString("message"), resp.BulkString("ch"), resp.BulkString("m"))})
+	c.replyEncoded([]byte("*1\r\n+OK\r\n"))
+	msg := "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$1\r\nm\r\n"
+	if got := string(c.out); got != "*1\r\n+OK\r\n"+msg {
+		t.Fatalf("queued %q, want EXEC's reply, then the message", got)
+	}
+	c.push(&frame{r: pushReply(resp.BulkString("message"), resp.BulkString("ch"), resp.BulkString("m"))})
+	if got := string(c.out); got != "*1\r\n+OK\r\n"+msg+msg {
+		t.Fatalf("after EXEC a message waits: %q", got)
 	}
 }
