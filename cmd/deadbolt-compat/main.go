@@ -302,6 +302,19 @@ func (r *runner) startServers(ctx context.Context, tmp string) (*topology, func(
 // settle with all three nodes.
 func (r *runner) failover(ctx context.Context, cells []*cell) (string, error) {
 	cl := r.topo.cluster
+	// The direct column's clients talk to one follower only. If the
+	// cluster changed leader on its own since that node was chosen (a
+	// starved machine), it may lead now and be the node killed: choose a
+	// follower again before the runs start.
+	if l, err := cl.leader(ctx); err == nil && l == r.topo.direct {
+		for _, n := range cl.nodes {
+			if n.addr != l && n.running() {
+				r.topo.direct = n.addr
+				break
+			}
+		}
+		fmt.Fprintf(r.stdout, "compat: the direct clients' node %s leads now; the failover phase's direct clients use %s\n", l, r.topo.direct)
+	}
 	var runs []*failoverRun
 	for _, c := range cells {
 		if reason := r.missing[c.row.kind]; reason != "" {
