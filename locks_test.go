@@ -85,7 +85,7 @@ func resp2(tb testing.TB, addr string) *redis.Client {
 
 // TestDeadboltLocksClients takes locks with the clients deadbolt serves
 // (the Redisson family through the project's client, redsync, redislock,
-// redis-py) and checks that DEADBOLT LOCKS names each one's kind, holder,
+// redis-py, node-redlock, node-redisson) and checks that DEADBOLT LOCKS names each one's kind, holder,
 // lease and waiters, and that the lock counters saw them.
 func TestDeadboltLocksClients(t *testing.T) {
 	n := RunT(t)
@@ -134,6 +134,20 @@ func TestDeadboltLocksClients(t *testing.T) {
 	rl, err := redislock.New(redis.NewClient(&redis.Options{Addr: n.Addr()})).Obtain(ctx, "rl", 20*time.Second, nil)
 	must("redislock", err)
 	pyToken := redisPyLock(t, n.Addr(), "py")
+	before := n.LockStats()
+	nrlValue, nrsField := nodeLocks(t, n.Addr(), false) // locks_node_test.go
+	after := n.LockStats()
+	// node-redlock: two locks taken (nrl2 released); node-redisson: two
+	// taken (nrs2 released). node-redlock's refused attempt is not
+	// counted as contended: its script finds the key with EXISTS and
+	// writes nothing, which tells the state machine nothing about a lock
+	// (docs/OPERATIONS.md).
+	if s0, s1 := before[fsm.LockString], after[fsm.LockString]; s1.Acquired-s0.Acquired != 2 || s1.Released-s0.Released != 1 {
+		t.Errorf("node-redlock's string counters moved %+v -> %+v; want 2 acquired, 1 released", s0, s1)
+	}
+	if s0, s1 := before[fsm.LockReentrant], after[fsm.LockReentrant]; s1.Acquired-s0.Acquired != 2 || s1.Released-s0.Released != 1 {
+		t.Errorf("node-redisson's reentrant counters moved %+v -> %+v; want 2 acquired, 1 released", s0, s1)
+	}
 
 	// Waiters: b waits for the lock (subscribed to its channel) and queues
 	// for the fair lock.
@@ -167,6 +181,8 @@ func TestDeadboltLocksClients(t *testing.T) {
 		"rs":     {"string", mu.Value() + "=1"},
 		"rl":     {"string", rl.Token() + "=1"},
 		"py":     {"string", pyToken + "=1"},
+		"nrl":    {"string", nrlValue + "=1"},
+		"nrs":    {"reentrant", nrsField + "=1"},
 	}
 	if len(ls) != len(want) {
 		t.Errorf("DEADBOLT LOCKS lists %d locks, want %d: %v", len(ls), len(want), ls)
@@ -209,6 +225,9 @@ func TestDeadboltLocksClients(t *testing.T) {
 	if f := deadboltLocks(t, rdb, "KIND", "string", "MATCH", "r*"); len(f) != 2 || f["rs"] == nil || f["rl"] == nil {
 		t.Errorf("KIND string MATCH r*: %v", f)
 	}
+	if f := deadboltLocks(t, rdb, "MATCH", "nr*"); len(f) != 2 || f["nrl"].str("kind") != "string" || f["nrs"].str("kind") != "reentrant" {
+		t.Errorf("MATCH nr* (the Node clients' locks): %v", f)
+	}
 
 	// RESP3: each lock is a map.
 	r3 := redis.NewClient(&redis.Options{Addr: n.Addr(), Protocol: 3})
@@ -230,10 +249,10 @@ func TestDeadboltLocksClients(t *testing.T) {
 		t.Errorf("after unlock: orders %v, fair %v", ls["orders"], ls["fair"])
 	}
 
-	// Counters: three string locks taken, one contended; two Redisson
-	// locks released (lock and fair lock) and taken again.
+	// Counters: five string locks taken, one contended (redsync's); two
+	// Redisson locks released (lock and fair lock) and taken again.
 	st := n.LockStats()
-	if s := st[fsm.LockString]; s.Acquired != 3 || s.Contended < 1 {
+	if s := st[fsm.LockString]; s.Acquired != 5 || s.Contended < 1 {
 		t.Errorf("string counters: %+v", s)
 	}
 	if s := st[fsm.LockReentrant]; s.Acquired < 5 || s.Released < 2 || s.HoldCount != s.Released+s.Expired {

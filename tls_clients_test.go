@@ -147,6 +147,38 @@ print("ok")`, certs.CA, certs.ClientCert, certs.ClientKey, lh, lp, fh, fp, sh, s
 			t.Fatalf("ioredis over TLS: %d modes ok, want 4:\n%s", got, out)
 		}
 	})
+	// Symfony Lock over phpredis (leader, follower, RedisCluster) and the
+	// redis gem 4.8 (the four modes), Debian's packages (make compat-deps).
+	t.Run("php", func(t *testing.T) {
+		if _, err := os.Stat("/usr/share/php/Symfony/Component/Lock/Store/RedisStore.php"); err != nil {
+			if os.Getenv("CI") != "true" {
+				t.Skipf("php-symfony-lock is not installed (make compat-deps): %v", err)
+			}
+			t.Fatalf("php-symfony-lock is not installed (make compat-deps): %v", err)
+		}
+		out, err := exec.Command("php", "testdata/tls/symfony.php", certs.CA, certs.ClientCert, certs.ClientKey, c.Addr(l), c.Addr(f)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("Symfony Lock over TLS: %v\n%s", err, out)
+		}
+		if got := strings.Count(string(out), " ok"); got != 3 {
+			t.Fatalf("Symfony Lock over TLS: %d modes ok, want 3:\n%s", got, out)
+		}
+	})
+	t.Run("ruby", func(t *testing.T) {
+		if out, err := exec.Command("ruby", "-e", `require "redis"`).CombinedOutput(); err != nil {
+			if os.Getenv("CI") != "true" {
+				t.Skipf("ruby-redis is not installed (make compat-deps): %v %s", err, out)
+			}
+			t.Fatalf("ruby-redis is not installed (make compat-deps): %v %s", err, out)
+		}
+		out, err := exec.Command("ruby", "testdata/tls/redisrb.rb", certs.CA, certs.ClientCert, certs.ClientKey, c.Addr(l), c.Addr(f), sentinels[f]).CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-rb over TLS: %v\n%s", err, out)
+		}
+		if got := strings.Count(string(out), " ok"); got != 4 {
+			t.Fatalf("redis-rb over TLS: %d modes ok, want 4:\n%s", got, out)
+		}
+	})
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			rdb := m.rdb()

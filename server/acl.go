@@ -175,7 +175,7 @@ func (c *conn) authenticate(name, pass []byte, args [][]byte) bool {
 	u := t.Authenticate(name, pass)
 	if u == nil {
 		ctx := "toplevel"
-		if c.multi != nil {
+		if c.multi != nil || c.execing != nil { // inside EXEC: a queued AUTH or HELLO AUTH
 			ctx = "multi"
 		}
 		c.srv.aclLog.add(c, acl.DeniedAuth, ctx, string(args[0]), string(name), args)
@@ -586,20 +586,11 @@ func (c *conn) recheckQueued(m *multiState) bool {
 			continue
 		}
 		c.srv.aclLog.add(c, d.Reason, "multi", denialObject(d, cmd, strings.ToLower(string(args[0])), args), c.userName(), args)
-		var why string
-		switch d.Reason {
-		case acl.DeniedCmd:
-			why = "no permission to execute the command or subcommand"
-		case acl.DeniedKey:
-			why = "no permission to touch the specified keys"
-		default:
-			why = "no permission to access one of the channels used as arguments"
-		}
 		if i < len(m.local) && m.local[i] != nil {
 			m.local[i] = nil // now the state machine's to answer
 			m.nlocal--
 		}
-		m.queued[i] = fsm.DeniedCommand("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + why)
+		m.queued[i] = fsm.DeniedCommand(msgACLChanged + aclChangedWhy(d.Reason))
 	}
 	return true
 }

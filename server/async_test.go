@@ -137,7 +137,8 @@ func TestAnsweredLocally(t *testing.T) {
 		{"raft", false, false}, {"client", false, false}, {"nosuchcommand", false, false},
 		{"get", true, true}, {"set", true, true}, {"eval", true, true}, {"nosuchcommand", true, true},
 		{"ping", true, true}, {"info", true, true}, {"discard", true, true},
-		{"exec", true, false}, {"watch", true, false}, {"hello", true, false},
+		{"exec", true, false}, {"watch", true, false},
+		{"hello", true, true}, {"auth", true, true}, // queued, as in Redis (multi_conn.go)
 	} {
 		c := &conn{}
 		if tc.multi {

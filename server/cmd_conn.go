@@ -14,8 +14,9 @@ func init() {
 		connSpec{name: "ping", arity: -1, flags: inSubMode | connLocal, fn: cmdPing},
 		connSpec{name: "echo", arity: 2, flags: connLocal, fn: cmdEcho},
 		connSpec{name: "quit", arity: -1, flags: noAuth | inSubMode | multiCtl | connLocal, fn: cmdQuit},
-		connSpec{name: "auth", arity: -2, flags: noAuth | multiCtl, fn: cmdAuth},
-		connSpec{name: "hello", arity: -1, flags: noAuth | multiCtl, fn: cmdHello},
+		// AUTH and HELLO are queued inside MULTI, as in Redis (multi.go).
+		connSpec{name: "auth", arity: -2, flags: noAuth, fn: cmdAuth},
+		connSpec{name: "hello", arity: -1, flags: noAuth, fn: cmdHello},
 		connSpec{name: "select", arity: 2, flags: connLocal, fn: cmdSelect},
 		connSpec{name: "reset", arity: 1, flags: noAuth | inSubMode | multiCtl | connLocal, fn: cmdReset},
 		connSpec{name: "multi", arity: 1, flags: multiCtl | connLocal, fn: cmdMulti},
@@ -255,7 +256,12 @@ func cmdExec(c *conn, _ [][]byte) {
 	}
 	if m.nlocal > 0 && err == nil && res.Reply.Type == resp.Array {
 		// The keyspace part ran; now the connection commands (multi.go).
-		res.Reply = c.mergeExec(m, cmd.DB, res.DB, res.Reply.Elems)
+		var encoded []byte
+		res.Reply, encoded = c.mergeExec(m, cmd.DB, res.DB, res.Reply.Elems)
+		if encoded != nil {
+			c.finishExecEncoded(res, encoded)
+			return
+		}
 	}
 	c.finishExec(res, err)
 }
@@ -282,6 +288,15 @@ func (c *conn) finishExec(res fsm.Result, err error) {
 		c.logScriptDenials(res.Denials)
 	}
 	c.reply(res.Reply)
+}
+
+// finishExecEncoded is finishExec for an array mergeExec encoded.
+func (c *conn) finishExecEncoded(res fsm.Result, encoded []byte) {
+	c.db = res.DB
+	if len(res.Denials) > 0 {
+		c.logScriptDenials(res.Denials)
+	}
+	c.replyEncoded(encoded)
 }
 
 func cmdWatch(c *conn, args [][]byte) {

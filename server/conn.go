@@ -47,8 +47,10 @@ type conn struct {
 	name     string
 	out      []byte // replies and messages not yet written
 	subs     subscriptions
-	proto    int  // 2 or 3: the RESP version HELLO chose
-	kicked   bool // a writer goroutine is flushing pushed messages
+	proto    int    // 2 or 3: the RESP version HELLO chose
+	kicked   bool   // a writer goroutine is flushing pushed messages
+	hold     bool   // inside an EXEC that subscribes: messages wait in held (multi_conn.go)
+	held     []byte // messages that arrived meanwhile, written after EXEC's reply
 	dead     bool
 	lastUsed time.Time
 
@@ -261,8 +263,13 @@ func (c *conn) push(f *frame) bool {
 		c.mu.Unlock()
 		return false
 	}
-	c.out = append(c.out, msg...)
-	if len(c.out) > c.srv.pubsubOutputLimit() {
+	if c.hold {
+		// A subscription EXEC made: its message follows EXEC's reply.
+		c.held = append(c.held, msg...)
+	} else {
+		c.out = append(c.out, msg...)
+	}
+	if len(c.out)+len(c.held) > c.srv.pubsubOutputLimit() {
 		c.dead = true
 		c.out = nil
 		c.mu.Unlock()

@@ -79,6 +79,9 @@ const (
 // dispatch runs one client request.
 func (c *conn) dispatch(args [][]byte) {
 	cs, isConn := lookupConn(args[0])
+	if isConn && c.multi != nil && cs.name == "waitaof" {
+		isConn = false // Redis 7.0 has no WAITAOF: unknown inside MULTI (multi_conn.go)
+	}
 	var spec *fsm.Spec
 	if !isConn || (c.multi != nil && cs.flags&multiCtl == 0) {
 		if s, ok := fsm.Lookup(args[0]); ok && s.Flags&fsm.Internal == 0 {
@@ -113,6 +116,11 @@ func (c *conn) dispatch(args [][]byte) {
 	}
 	if !arityOK(arity, len(args)) {
 		c.reject(name, fsm.WrongArity(name))
+		return
+	}
+	if c.multi != nil && isConn && cs.name == "debug" {
+		// Refused when queued: protected, or waiting (multi_conn.go).
+		c.reject(name, c.debugInMulti())
 		return
 	}
 	if !c.authed && len(args) > 1 && hasSubcommands(name) {

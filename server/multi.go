@@ -29,8 +29,13 @@ type multiState struct {
 	nlocal int
 	dirty  bool // a command failed to queue: EXEC answers EXECABORT
 	// The first queued connection command that no keyspace command
-	// (noKeyspace) or no keyspace write (noWrite) may follow.
-	noKeyspace, noWrite string
+	// (noKeyspace) or no keyspace write (noWrite) may follow, and the
+	// first AUTH (or HELLO ... AUTH), which not even PING may follow
+	// (noneAfter): Redis checks each command against the user at the time
+	// it runs inside EXEC.
+	noKeyspace, noWrite, noneAfter string
+	hello                          bool // a HELLO is queued: EXEC's elements may change protocol
+	pubsub                         bool // a SUBSCRIBE-family command is queued (multi_conn.go)
 }
 
 // order says which keyspace commands may follow a queued connection
@@ -41,6 +46,7 @@ const (
 	anyOrder  order = iota // neither reads the keyspace nor changes what keyspace commands do
 	noWrite                // reads keyspace state: only keyspace reads may follow
 	lastOrder              // changes what keyspace commands do: no keyspace command may follow
+	authOrder              // may change the user: only connection commands may follow, checked at their turn
 )
 
 // multiOrder classifies a connection command for queueing.
@@ -82,6 +88,18 @@ func multiOrder(cs *connSpec, args [][]byte) order {
 		case "setuser", "deluser", "load":
 			return lastOrder
 		}
+	case "auth":
+		return authOrder
+	case "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe":
+		// A message a later keyspace command publishes would reach the
+		// new subscription in the middle of EXEC's array.
+		return lastOrder
+	case "hello":
+		for _, a := range args[1:] {
+			if strings.EqualFold(string(a), "auth") {
+				return authOrder
+			}
+		}
 	}
 	return anyOrder
 }
@@ -91,14 +109,10 @@ func multiOrder(cs *connSpec, args [][]byte) order {
 var connLevel = map[string]bool{"ping": true, "echo": true, "select": true, "time": true, "unwatch": true}
 
 // notQueued are connection commands refused inside MULTI although Redis
-// queues them: they wait (WAITAOF, DEBUG; WAIT is queued and does not
-// wait inside EXEC, as in Redis), change the connection's
-// mode (the SUBSCRIBE family, whose replies Redis interleaves with EXEC's
-// array), or belong to the cluster's members.
+// queues them: the cluster's members' own. (WAIT is queued and does not
+// wait inside EXEC, as in Redis; WAITAOF and DEBUG: dispatch,
+// multi_conn.go.)
 var notQueued = map[string]bool{
-	"waitaof": true, "debug": true,
-	"subscribe": true, "unsubscribe": true, "psubscribe": true, "punsubscribe": true,
-	"ssubscribe": true, "sunsubscribe": true,
 	"raft": true, cluster.ForwardCommand: true, cluster.AppliedCommand: true,
 }
 
@@ -115,6 +129,10 @@ func (c *conn) queue(spec *fsm.Spec, cs *connSpec, name string, args [][]byte) {
 		args = fsm.MemoryUsageArgs(args[2:])
 	}
 	if spec != nil {
+		if m.noneAfter != "" {
+			c.reject(name, "ERR '"+c.lastCmd+"' cannot follow '"+m.noneAfter+"' in a transaction: deadbolt runs a transaction's connection commands after its keyspace commands")
+			return
+		}
 		if !connLevel[spec.Name] {
 			after := m.noKeyspace
 			if after == "" && spec.Flags&fsm.Write != 0 {
@@ -149,6 +167,19 @@ func (c *conn) queue(spec *fsm.Spec, cs *connSpec, name string, args [][]byte) {
 		if m.noKeyspace == "" {
 			m.noKeyspace = c.lastCmd
 		}
+	case authOrder:
+		if m.noKeyspace == "" {
+			m.noKeyspace = c.lastCmd
+		}
+		if m.noneAfter == "" {
+			m.noneAfter = c.lastCmd
+		}
+	}
+	switch cs.name {
+	case "hello":
+		m.hello = true
+	case "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe":
+		m.pubsub = true
 	}
 	m.queued = append(m.queued, copyArgs(args))
 	m.local = append(m.local, cs)
@@ -191,38 +222,82 @@ func (m *multiState) keyspaceTx() [][][]byte {
 // mergeExec runs a transaction's connection commands after its keyspace
 // part answered ks (one reply per keyspace command) and returns EXEC's
 // array, every reply at its command's position. Each connection command
-// sees the database the SELECTs before it chose.
-func (c *conn) mergeExec(m *multiState, startDB, endDB int, ks []resp.Reply) resp.Reply {
+// sees the database the SELECTs before it chose. With a HELLO queued it
+// returns the array already encoded instead, each element in the
+// protocol in force at its place (multi_conn.go).
+func (c *conn) mergeExec(m *multiState, startDB, endDB int, ks []resp.Reply) (resp.Reply, []byte) {
 	out := make([]resp.Reply, len(m.queued))
+	var w *execWriter
+	if m.hello || m.pubsub {
+		w = newExecWriter(len(out))
+	}
+	if m.pubsub {
+		c.holdMessages()
+	}
 	db, k := startDB, 0
+	recheck := false // an AUTH ran: check what follows against its user
 	c.execing = m
 	defer func() { c.execing = nil }()
 	for i, args := range m.queued {
 		cs := m.local[i]
-		if cs == nil {
+		switch {
+		case cs == nil:
 			if k < len(ks) {
 				out[i] = ks[k]
 			}
 			k++
-			if lower := strings.ToLower(string(args[0])); lower == "select" && out[i].Type == resp.Status {
+			lower := strings.ToLower(string(args[0]))
+			if lower == "select" && out[i].Type == resp.Status {
 				if n, err := strconv.Atoi(string(args[1])); err == nil {
 					db = n
 				}
 			}
-			continue
+			if lower == "ping" && m.pubsub && !out[i].IsError() {
+				out[i] = c.subscribedPing(args, out[i])
+			}
+		default:
+			if recheck {
+				if r, denied := c.execDenial(args); denied {
+					out[i] = r
+					break
+				}
+			}
+			c.db = db
+			got := c.runQueued(cs, args)
+			out[i] = got[0]
+			if cs.name == "auth" || cs.name == "hello" {
+				recheck = true
+			}
+			if w != nil && len(got) > 1 {
+				// One reply per channel: Redis writes them all, more
+				// elements than the array's header says.
+				for _, r := range got {
+					w.add(r, c.protocol())
+				}
+				continue
+			}
 		}
-		c.db = db
-		out[i] = c.runQueued(cs, args)
+		if w != nil {
+			w.add(out[i], c.protocol())
+		}
 	}
 	c.db = endDB
-	return resp.ArrayReply(out...)
+	if w != nil {
+		return resp.Reply{}, w.buf
+	}
+	return resp.ArrayReply(out...), nil
 }
 
 // runQueued runs one queued connection command inside EXEC and returns its
-// reply.
-func (c *conn) runQueued(cs *connSpec, args [][]byte) resp.Reply {
-	if cs.name == "monitor" {
-		return resp.Err("ERR MONITOR isn't allowed for DENY BLOCKING client")
+// replies: one, or one per channel for the SUBSCRIBE family.
+func (c *conn) runQueued(cs *connSpec, args [][]byte) []resp.Reply {
+	switch cs.name {
+	case "monitor":
+		return []resp.Reply{resp.Err("ERR MONITOR isn't allowed for DENY BLOCKING client")}
+	case "ssubscribe":
+		// Redis 7.0 lets SUBSCRIBE and PSUBSCRIBE run inside EXEC, for
+		// backward compatibility, but not SSUBSCRIBE.
+		return []resp.Reply{resp.Err("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")}
 	}
 	var got []resp.Reply
 	saved := c.capture
@@ -230,7 +305,7 @@ func (c *conn) runQueued(cs *connSpec, args [][]byte) resp.Reply {
 	defer func() { c.capture = saved }()
 	cs.fn(c, args)
 	if len(got) == 0 {
-		return resp.NilReply // SHUTDOWN answers nothing, but it is never queued
+		return []resp.Reply{resp.NilReply} // SHUTDOWN answers nothing, but it is never queued
 	}
-	return got[0]
+	return got
 }

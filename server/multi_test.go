@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/deadbolt/deadbolt/resp"
 )
 
 func TestMultiExec(t *testing.T) {
@@ -27,11 +29,45 @@ func TestMultiExec(t *testing.T) {
 	c.must(okReply, "select", "0")
 	c.must(nilReply, "get", "in2")
 
-	// Connection commands that wait or change the connection's mode are
-	// refused inside MULTI (Redis queues them).
+	// WAITAOF is unknown inside MULTI, as in Redis 7.0, which has no
+	// WAITAOF.
 	c.must(okReply, "multi")
-	c.mustErr("ERR 'waitaof' is not supported inside MULTI", "waitaof", "0", "0", "0")
-	c.mustErr("ERR 'subscribe' is not supported inside MULTI", "subscribe", "ch")
+	c.mustErr("ERR unknown command 'waitaof', with args beginning with: '0' '0' '0' ", "waitaof", "0", "0", "0")
+	c.mustErr("EXECABORT Transaction discarded because of previous errors.", "exec")
+	// DEBUG: 7.0's refusal while enable-debug-command forbids it (the
+	// default); outside MULTI deadbolt runs DEBUG SLEEP whatever it says.
+	c.must(okReply, "multi")
+	c.mustErr(msgDebugNotAllowed, "debug", "sleep", "0")
+	c.mustErr("EXECABORT Transaction discarded because of previous errors.", "exec")
+	c.must(okReply, "debug", "sleep", "0")
+}
+
+// TestMultiAuth: AUTH is queued and runs inside EXEC; the connection
+// commands after it are checked against the user it logged in, at their
+// turn; no keyspace command, not even PING, may follow it, since the
+// keyspace part runs first, under the user of the MULTI.
+func TestMultiAuth(t *testing.T) {
+	s := newTestServer(t)
+	c := dial(t, s.addr)
+	c.must(okReply, "acl", "setuser", "u", "on", ">p", "~*", "+get", "+multi", "+exec", "+client|getname")
+	c.must(okReply, "multi")
+	c.must(status("QUEUED"), "auth", "u", "p")
+	c.must(status("QUEUED"), "client", "getname")
+	c.must(status("QUEUED"), "acl", "whoami")
+	c.must(arr(okReply, nilReply, "-"+msgACLChanged+"no permission to execute the command or subcommand\r\n"), "exec")
+	c.mustErr("NOPERM this user has no permissions to run the 'acl|whoami' command", "acl", "whoami")
+	c.must(okReply, "auth", "default", "x")
+	c.must(okReply, "multi")
+	c.must(status("QUEUED"), "get", "k")
+	c.must(status("QUEUED"), "auth", "u", "p")
+	c.mustErr("ERR 'ping' cannot follow 'auth' in a transaction: deadbolt runs a transaction's connection commands after its keyspace commands", "ping")
+	c.mustErr("ERR 'get' cannot follow 'auth' in a transaction: deadbolt runs a transaction's connection commands after its keyspace commands", "get", "k")
+	c.mustErr("EXECABORT Transaction discarded because of previous errors.", "exec")
+	c.must(bulk("default"), "acl", "whoami")
+	// HELLO ... AUTH alike.
+	c.must(okReply, "multi")
+	c.must(status("QUEUED"), "hello", "2", "auth", "u", "p")
+	c.mustErr("ERR 'ping' cannot follow 'hello' in a transaction: deadbolt runs a transaction's connection commands after its keyspace commands", "ping")
 	c.mustErr("EXECABORT Transaction discarded because of previous errors.", "exec")
 }
 
@@ -252,5 +288,37 @@ func TestWatchGoRedis(t *testing.T) {
 	}
 	if n, _ := rc.Get(ctx, "n").Int(); n != 11 {
 		t.Fatalf("n = %d, want 11", n)
+	}
+}
+
+// TestMultiSubscribe: SUBSCRIBE is queued (the transcripts check its
+// replies against Redis); no keyspace command but PING, ECHO, SELECT, TIME
+// and UNWATCH may follow it, since a message it published would reach the
+// new subscription in the middle of EXEC's array in Redis.
+func TestMultiSubscribe(t *testing.T) {
+	s := newTestServer(t)
+	c := dial(t, s.addr)
+	c.must(okReply, "multi")
+	c.must(status("QUEUED"), "set", "k", "v")
+	c.must(status("QUEUED"), "subscribe", "ch")
+	c.must(status("QUEUED"), "ping")
+	c.mustErr("ERR 'publish' cannot follow 'subscribe' in a transaction: deadbolt runs a transaction's connection commands after its keyspace commands", "publish", "ch", "m")
+	c.mustErr("EXECABORT Transaction discarded because of previous errors.", "exec")
+}
+
+// TestExecHoldsMessages: a message for a subscription an EXEC made waits
+// until EXEC's reply is queued, as Redis (single-threaded) writes it after.
+func TestExecHoldsMessages(t *testing.T) {
+	c := &conn{srv: &Server{}, proto: 2, kicked: true} // kicked: no writer goroutine
+	c.holdMessages()
+	c.push(&frame{r: pushReply(resp.BulkString("message"), resp.BulkString("ch"), resp.BulkString("m"))})
+	c.replyEncoded([]byte("*1\r\n+OK\r\n"))
+	msg := "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$1\r\nm\r\n"
+	if got := string(c.out); got != "*1\r\n+OK\r\n"+msg {
+		t.Fatalf("queued %q, want EXEC's reply, then the message", got)
+	}
+	c.push(&frame{r: pushReply(resp.BulkString("message"), resp.BulkString("ch"), resp.BulkString("m"))})
+	if got := string(c.out); got != "*1\r\n+OK\r\n"+msg+msg {
+		t.Fatalf("after EXEC a message waits: %q", got)
 	}
 }

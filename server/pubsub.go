@@ -127,9 +127,19 @@ func (h *Hub) subscribe(c *conn, k subKind, names [][]byte) {
 			h.subs[k][name] = append(h.subs[k][name], c)
 		}
 		n := c.subs.count(k)
-		c.out = pushReply(resp.BulkString(subNames[k][0]), resp.BulkReply(b), resp.IntReply(int64(n))).AppendProto(c.out, c.proto)
+		c.confirm(pushReply(resp.BulkString(subNames[k][0]), resp.BulkReply(b), resp.IntReply(int64(n))))
 		c.mu.Unlock()
 	}
+}
+
+// confirm queues a (un)subscription confirmation, or inside EXEC makes it
+// an element of EXEC's array (multi_conn.go); c.mu is held.
+func (c *conn) confirm(r resp.Reply) {
+	if c.capture != nil {
+		*c.capture = append(*c.capture, r)
+		return
+	}
+	c.out = r.AppendProto(c.out, c.proto)
 }
 
 // unsubscribe removes the named subscriptions, or all of kind k when names
@@ -148,7 +158,7 @@ func (h *Hub) unsubscribe(c *conn, k subKind, names [][]byte, reply bool) {
 		}
 	}
 	if len(list) == 0 && reply {
-		c.out = pushReply(resp.BulkString(subNames[k][1]), resp.NilReply, resp.IntReply(int64(c.subs.count(k)))).AppendProto(c.out, c.proto)
+		c.confirm(pushReply(resp.BulkString(subNames[k][1]), resp.NilReply, resp.IntReply(int64(c.subs.count(k)))))
 		return
 	}
 	for _, name := range list {
@@ -156,7 +166,7 @@ func (h *Hub) unsubscribe(c *conn, k subKind, names [][]byte, reply bool) {
 			h.drop(k, name, c)
 		}
 		if reply {
-			c.out = pushReply(resp.BulkString(subNames[k][1]), resp.BulkString(name), resp.IntReply(int64(c.subs.count(k)))).AppendProto(c.out, c.proto)
+			c.confirm(pushReply(resp.BulkString(subNames[k][1]), resp.BulkString(name), resp.IntReply(int64(c.subs.count(k)))))
 		}
 	}
 }

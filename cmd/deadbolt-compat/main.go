@@ -42,6 +42,7 @@ func main() {
 
 type runner struct {
 	bin, goClient, dir, python, node, redisCLI, redisServer string
+	php, ruby                                               string
 	goPinnedClient                                          string // compat/matrix/gopinned, a module of its own
 	logs                                                    string
 	password                                                string // every cell's ACL user's (users.go)
@@ -65,6 +66,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&r.dir, "dir", "compat/matrix", "the matrix's directory (python/, node/, cli/)")
 	fs.StringVar(&r.python, "python", "/usr/bin/python3", "the Python with Debian's python3-redis")
 	fs.StringVar(&r.node, "node", "node", "the Node.js binary")
+	fs.StringVar(&r.php, "php", "php", "the PHP CLI with Debian's php-redis and php-symfony-lock")
+	fs.StringVar(&r.ruby, "ruby", "ruby", "the Ruby with Debian's ruby-redis")
 	fs.StringVar(&r.redisCLI, "redis-cli", "redis-cli", "the redis-cli binary")
 	fs.StringVar(&r.redisServer, "redis-server", "redis-server", "the reference redis-server")
 	fs.StringVar(&r.logs, "logs", "bin/compat-logs", "where each run's output goes")
@@ -212,6 +215,13 @@ func (r *runner) findDeps(ctx context.Context) {
 			}
 		}
 	}
+	if out, err := exec.CommandContext(ctx, r.php, "-r", `require "/usr/share/php/Symfony/Component/Lock/autoload.php"; `+
+		`if (!class_exists("Redis") || !class_exists("Symfony\\Component\\Lock\\Store\\RedisStore")) { exit(1); }`).CombinedOutput(); err != nil {
+		r.missing["php"] = fmt.Sprintf("%s has no phpredis or Symfony Lock (apt-get install php-cli php-redis php-symfony-lock): %v %s", r.php, err, strings.TrimSpace(string(out)))
+	}
+	if out, err := exec.CommandContext(ctx, r.ruby, "-e", `require "redis"; exit(Redis::VERSION.start_with?("4.") ? 0 : 1)`).CombinedOutput(); err != nil {
+		r.missing["ruby"] = fmt.Sprintf("%s cannot load the redis gem 4.x (apt-get install ruby-redis): %v %s", r.ruby, err, strings.TrimSpace(string(out)))
+	}
 	if _, err := exec.LookPath(r.redisCLI); err != nil {
 		r.missing["cli"] = fmt.Sprintf("%s: %v (apt-get install redis-tools)", r.redisCLI, err)
 	}
@@ -292,6 +302,19 @@ func (r *runner) startServers(ctx context.Context, tmp string) (*topology, func(
 // settle with all three nodes.
 func (r *runner) failover(ctx context.Context, cells []*cell) (string, error) {
 	cl := r.topo.cluster
+	// The direct column's clients talk to one follower only. If the
+	// cluster changed leader on its own since that node was chosen (a
+	// starved machine), it may lead now and be the node killed: choose a
+	// follower again before the runs start.
+	if l, err := cl.leader(ctx); err == nil && l == r.topo.direct {
+		for _, n := range cl.nodes {
+			if n.addr != l && n.running() {
+				r.topo.direct = n.addr
+				break
+			}
+		}
+		fmt.Fprintf(r.stdout, "compat: the direct clients' node %s leads now; the failover phase's direct clients use %s\n", l, r.topo.direct)
+	}
 	var runs []*failoverRun
 	for _, c := range cells {
 		if reason := r.missing[c.row.kind]; reason != "" {

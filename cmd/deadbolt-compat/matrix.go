@@ -44,7 +44,7 @@ func columnByName(name string) column {
 // A row is one client library (or redis-cli), and the columns it runs in.
 type row struct {
 	name  string
-	kind  string // go, gopinned, python, node, cli
+	kind  string // go, gopinned, python, node, php, ruby, cli
 	suite string
 	cols  []string
 }
@@ -67,6 +67,8 @@ var rows = []row{
 	// with RESP: 3 and createSentinel.
 	{"node-redis v4 (RESP2)", "node", "noderedis4", []string{"single", "direct", "cluster", "redis-server"}},
 	{"node-redis v5 (RESP3)", "node", "noderedis5", []string{"single", "single+sentinel", "direct", "sentinel", "cluster", "redis-server"}},
+	{"Symfony Lock RedisStore (PHP)", "php", "", []string{"single", "single+sentinel", "3×single", "direct", "sentinel", "cluster", "redis-server"}},
+	{"redis-rb 4.8 SET NX + Lua (Ruby)", "ruby", "", []string{"single", "single+sentinel", "direct", "sentinel", "cluster", "redis-server"}},
 	{"redis-cli transcripts", "cli", "", []string{"single", "direct", "sentinel", "cluster", "redis-server"}},
 }
 
@@ -208,6 +210,10 @@ func (r *runner) command(ctx context.Context, c *cell) *exec.Cmd {
 		cmd = exec.CommandContext(ctx, r.python, filepath.Join(r.dir, "python", "locks.py"), c.col.mode)
 	case "node":
 		cmd = exec.CommandContext(ctx, r.node, filepath.Join(r.dir, "node", "matrix.js"), c.row.suite, c.col.mode)
+	case "php":
+		cmd = exec.CommandContext(ctx, r.php, filepath.Join(r.dir, "php", "locks.php"), c.col.mode)
+	case "ruby":
+		cmd = exec.CommandContext(ctx, r.ruby, filepath.Join(r.dir, "ruby", "locks.rb"), c.col.mode)
 	default:
 		panic("no command for " + c.row.kind)
 	}

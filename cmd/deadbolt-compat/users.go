@@ -180,6 +180,33 @@ var rowAccess = map[string]access{
 		// (PSUBSCRIBE needs each pattern granted as it is written).
 		sentinelChannels: []string{"switch-master", "[-+]sdown", "+slave", "+sentinel", "[-+]odown", "+slave-reconf-done"},
 	},
+	"Symfony Lock RedisStore (PHP)": {
+		// Every lock is a sorted set under its own name. Before its first
+		// script RedisStore checks that TIME may be called in a script
+		// that then writes, on a fixed key of its own outside any prefix.
+		keys: []string{"$P*", "symfony_check_support_time"},
+		// EVAL (RedisStore sends nothing else); lua: type time set
+		// zremrangebyscore zscore zcount zadd zrevrange pexpireat zrem;
+		// checks: ping type zscore zrange pttl exists
+		commands: []string{"+ping", "+eval", "+type", "+time", "+set", "+zremrangebyscore", "+zscore", "+zcount",
+			"+zadd", "+zrevrange", "+pexpireat", "+zrem", "+zrange", "+pttl", "+exists"},
+		// phpredis's RedisCluster: the slot map.
+		byMode: map[string][]string{"cluster": {"+cluster|slots"}},
+	},
+	"redis-rb 4.8 SET NX + Lua (Ruby)": {
+		keys: []string{"$P*"},
+		// SET NX PX, EVALSHA then EVAL on NOSCRIPT; lua: get pexpire del;
+		// checks: ping get pttl exists
+		commands: []string{"+ping", "+set", "+evalsha", "+eval", "+get", "+pexpire", "+del", "+pttl", "+exists"},
+		byMode: map[string][]string{
+			// Its Sentinel client then asks the master's ROLE (it takes a
+			// refusal as a yes; granted, so that the check is real).
+			"sentinel": {"+sentinel|get-master-addr-by-name", "+role"},
+			// Its Cluster client: the slot map, each node's flags
+			// (CLUSTER NODES) and COMMAND (key positions).
+			"cluster": {"+cluster|slots", "+cluster|nodes", "+command"},
+		},
+	},
 	"redis-cli transcripts": {
 		keys:     []string{"$P*"},
 		channels: []string{"$P*"},

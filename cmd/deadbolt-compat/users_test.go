@@ -47,7 +47,7 @@ func TestCellUsers(t *testing.T) {
 			// a command its user may run, on a key outside its rules.
 			keyCheck := func(key string) []string {
 				switch rw.kind {
-				case "node":
+				case "node", "php", "ruby":
 					return []string{"EVAL", "return 1", "1", key}
 				case "cli":
 					return []string{"SET", key, "x"}

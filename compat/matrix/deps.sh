@@ -2,7 +2,9 @@
 # Installs the compatibility matrix's clients when they are missing, and
 # says so (make compat-deps; docs/COMPATIBILITY.md):
 #   - Debian packages: python3-redis (redis-py), redis-tools (redis-cli),
-#     redis-server (the reference column), nodejs and npm if there is no node;
+#     redis-server (the reference column), nodejs and npm if there is no node,
+#     php-cli with php-redis (phpredis) and php-symfony-lock (Symfony Lock),
+#     ruby-redis (the redis gem 4.8; it brings ruby);
 #   - the pinned npm packages of compat/matrix/node (npm ci, from
 #     package-lock.json) when node_modules is absent or older than the lock.
 # The Go clients are modules of go.mod (the pinned redislock row: of
@@ -28,6 +30,10 @@ command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+command -v php >/dev/null 2>&1 || need+=(php-cli)
+{ command -v php >/dev/null 2>&1 && php -r 'exit(class_exists("Redis") ? 0 : 1);' >/dev/null 2>&1; } || need+=(php-redis)
+[ -f /usr/share/php/Symfony/Component/Lock/Store/RedisStore.php ] || need+=(php-symfony-lock)
+{ command -v ruby >/dev/null 2>&1 && ruby -e 'require "redis"' >/dev/null 2>&1; } || need+=(ruby-redis)
 if ((${#need[@]})); then
 	echo "compat-deps: installing ${need[*]} (Debian packages)"
 	if $sudo apt-get update -qq &&
@@ -53,4 +59,7 @@ fi
 say() { "$@" 2>/dev/null || echo "missing"; }
 echo "compat-deps: python3-redis $(say /usr/bin/python3 -c 'import redis; print(redis.__version__)')," \
 	"redis-cli $(say redis-cli --version | cut -d' ' -f2), node $(say node --version)," \
+	"php $(say php -r 'echo PHP_VERSION;'), phpredis $(say php -r 'echo phpversion("redis") ?: exit(1);')," \
+	"php-symfony-lock $(say dpkg-query -W -f '${Version}' php-symfony-lock)," \
+	"ruby $(say ruby -e 'print RUBY_VERSION'), redis gem $(say ruby -e 'require "redis"; print Redis::VERSION')," \
 	"$(cd node && say node -p '["ioredis","redlock","redis-semaphore","node-redisson","redis4","redis5"].map(p => p + " " + JSON.parse(require("fs").readFileSync("node_modules/" + p + "/package.json")).version).join(", ")')"

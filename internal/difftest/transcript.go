@@ -179,6 +179,11 @@ func Parse(name string, r io.Reader) (*Transcript, error) {
 			if len(args) == 0 {
 				return nil, errf("> without a command")
 			}
+			if w := string(args[0]); strings.HasPrefix(w, "conn") && len(w) > 4 && strings.Trim(w[4:], "0123456789") == "" && !opts.Raw {
+				// ">skip=id conn8 HELLO" sends the command "conn8" on
+				// conn1, which both servers refuse alike.
+				return nil, errf("%s is an option: separate options with commas", w)
+			}
 			if opts.Raw && len(args) != 1 {
 				return nil, errf("raw takes one (quoted) argument, got %d", len(args))
 			}

@@ -83,6 +83,7 @@ func TestTranscriptsParseErrors(t *testing.T) {
 		{"@end", "t.txt:1: @end without @define"},
 		{"@waitgone", "t.txt:1: want @waitgone KEY"},
 		{"@sleep 1", "t.txt:1: unknown directive @sleep"},
+		{">skip=id conn8 HELLO 2", "t.txt:1: conn8 is an option: separate options with commas"},
 		{"\n\n> EVAL ${nope} 0", "t.txt:3: ${nope} is not defined"},
 	} {
 		_, err := Parse("t.txt", strings.NewReader(tc.src))
