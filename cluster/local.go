@@ -183,6 +183,14 @@ func (l *Local) Snapshot(w interface{ Write([]byte) (int, error) }) error {
 	return l.fsm.Snapshot(w)
 }
 
+// LogicalMemory returns the state machine's logical size and maxmemory
+// (INFO memory, MULTI's queueing).
+func (l *Local) LogicalMemory() (used, limit int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fsm.LogicalMemory()
+}
+
 // Setting returns a replicated setting's value (CONFIG GET).
 func (l *Local) Setting(name string) string {
 	l.mu.Lock()

@@ -517,6 +517,14 @@ func (n *Node) OnLeaderChange(fn func(id, respAddr string)) (stop func()) {
 	}
 }
 
+// LogicalMemory returns this node's state machine's logical size and
+// maxmemory (INFO memory, MULTI's queueing).
+func (n *Node) LogicalMemory() (used, limit int64) {
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.state.LogicalMemory()
+}
+
 // Setting returns a replicated setting's value as this node has applied
 // it (CONFIG GET).
 func (n *Node) Setting(name string) string {
