@@ -163,6 +163,7 @@ func newState(opt Options) *FSM {
 	f.users = initialUsers(opt)
 	f.aclPub = new(atomic.Pointer[acl.Users])
 	f.aclPub.Store(f.users)
+	f.mem.over = new(atomic.Bool)
 	for i := range f.dbs {
 		f.dbs[i] = newKeyspace()
 	}

@@ -3,6 +3,7 @@ package fsm
 import (
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/deadbolt/deadbolt/acl"
 	"github.com/deadbolt/deadbolt/luaexec"
@@ -54,6 +55,8 @@ type memAccount struct {
 	// size before it; index finds them once there are many.
 	dirty []memSlot
 	index map[memKey]int
+	// over publishes overLimit after each command, for OverMaxmemory.
+	over *atomic.Bool
 }
 
 type memKey struct {
@@ -90,6 +93,22 @@ func init() {
 // LogicalMemory returns the logical size of the data (INFO memory) and
 // the maxmemory limit (0 for none).
 func (f *FSM) LogicalMemory() (used, limit int64) { return f.mem.total, f.mem.limit }
+
+// OverMaxmemoryFunc returns a function that reports whether the logical
+// size was over maxmemory after the last command applied. Unlike the
+// state machine's other methods, the function may be called at any time,
+// from any goroutine (it outlives restores, as UsersFunc's does).
+func (f *FSM) OverMaxmemoryFunc() func() bool { return f.mem.over.Load }
+
+// MemoryRefusal is the reply cmd would get now if it were refused for
+// memory before it ran (ok false), or ok true. A leader that is over the
+// limit uses it to refuse a denyoom command without proposing it, so that
+// refused writes do not fill the log; the decision that counts is still
+// the one each node makes when it applies an entry.
+func (f *FSM) MemoryRefusal(cmd Command) (r resp.Reply, ok bool) {
+	c := &Ctx{f: f, readOnly: true, oom: f.mem.overLimit()}
+	return c.oomRefusal(cmd)
+}
 
 // overLimit is Redis's out-of-memory state for the next command.
 func (m *memAccount) overLimit() bool { return m.limit > 0 && m.total > m.limit }
@@ -205,6 +224,7 @@ func (f *FSM) memSettle() {
 	clear(m.dirty)
 	m.dirty = m.dirty[:0]
 	m.index = nil
+	m.over.Store(m.overLimit())
 }
 
 // memRecount measures every key (a restore).
@@ -218,6 +238,7 @@ func (f *FSM) memRecount() {
 		}
 		m.total += m.used[i]
 	}
+	m.over.Store(m.overLimit())
 }
 
 // deniedOnOOM reports whether Redis flags this command line denyoom: by
