@@ -31,9 +31,9 @@ import (
 // content with Redis's default thresholds (as after a restore), not by
 // its history or by the thresholds CONFIG SET changed: history is not in
 // snapshots, so a node restored from one would otherwise disagree with
-// the leader about the same keys. A list past a few quicklist nodes is
-// sized from its first ones, as MEMORY USAGE extrapolates, without
-// walking the rest, so an LPUSH on a long list stays O(1).
+// the leader about the same keys. A list longer than listWalk elements is
+// sized from its first ones, without walking the rest, so that an LPUSH
+// on a long list stays O(1).
 
 // msgOOM is Redis's shared.oomerr.
 const msgOOM = "OOM command not allowed when used memory > 'maxmemory'."
@@ -119,42 +119,37 @@ func accountSize(v *Value, keyLen int) int64 {
 		return 0
 	}
 	if v.Kind == KindList {
-		return listSizeBounded(v.List, defaultSamples) + sdsAlloc(keyLen) + sizeDictEntry
+		return listSizeBounded(v.List) + sdsAlloc(keyLen) + sizeDictEntry
 	}
 	tmp := *v
 	defaultEncLimits.settleEncoding(&tmp)
 	return memoryUsage(&tmp, keyLen, defaultSamples)
 }
 
-// listSizeBounded is objectSize's quicklist estimate, but reading only as
-// many elements as fill the first samples nodes: past them the number of
-// nodes is extrapolated from the elements per node seen. For a list of
-// samples nodes or fewer it is objectSize's exactly.
-func listSizeBounded(l *List, samples int64) int64 {
-	var sum, nodes, seen int64
-	lp := newListpack()
-	l.Each(func(e []byte) bool {
-		if lp.count > 0 && lp.bytes+lpEntrySize(e) > quicklistNodeMax {
-			sum += sizeQuicklistNode + jemallocSize(lp.bytes)
-			nodes++
-			seen += int64(lp.count)
-			lp = newListpack()
-			if nodes >= samples {
-				return false
-			}
-		}
-		lp.add(e)
-		return true
-	})
-	total := nodes
-	if nodes < samples && lp.count > 0 {
-		sum += sizeQuicklistNode + jemallocSize(lp.bytes)
-		nodes++
-		total = nodes
-	} else if nodes >= samples {
-		total = (int64(l.Len())*nodes + seen - 1) / seen // ceiling
+// listWalk is how many elements of a list the logical size reads.
+const listWalk = 32
+
+// listSizeBounded is objectSize's quicklist estimate for a list of up to
+// listWalk elements. For a longer one it reads only the first listWalk:
+// their average entry is taken for every element, packed into nodes of
+// quicklistNodeMax bytes, so that a push onto a long list costs no walk
+// over it.
+func listSizeBounded(l *List) int64 {
+	n := int64(l.Len())
+	if n <= listWalk {
+		return objectSize(&Value{Kind: KindList, List: l}, defaultSamples)
 	}
-	return sizeRobj + sizeQuicklist + average(sum, nodes, int(total))
+	var b int64
+	for i := range listWalk {
+		b += lpEntrySize(l.Index(i))
+	}
+	// k elements take 7+k*b/listWalk bytes of listpack.
+	perNode := max(1, (quicklistNodeMax-7)*listWalk/b)
+	size := sizeRobj + sizeQuicklist + n/perNode*(sizeQuicklistNode+jemallocSize(7+perNode*b/listWalk))
+	if rest := n % perNode; rest > 0 {
+		size += sizeQuicklistNode + jemallocSize(7+rest*b/listWalk)
+	}
+	return size
 }
 
 // memNote records key's size before the command, the first time the
