@@ -534,6 +534,10 @@ func (n *Node) StateSnapshot(w interface{ Write([]byte) (int, error) }) (uint64,
 	return n.fsm.applied, n.state.Snapshot(w)
 }
 
+// OverMaxmemory reports whether this node's state machine was over
+// maxmemory after its last command; no lock (MULTI's queueing asks it).
+func (n *Node) OverMaxmemory() bool { return n.overMaxmemory() }
+
 // refuseForMemory refuses, on the leader, a command its state machine
 // would refuse for memory (fsm.MemoryRefusal) without proposing it: a
 // refused write then costs no log entry. Everything this leader has

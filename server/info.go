@@ -38,21 +38,19 @@ type ScriptStats interface {
 
 // LogicalMemoryReader is implemented by a backend whose state machine
 // keeps the logical size of its data that maxmemory limits (the same on
-// every node): INFO memory's used_memory_logical, and whether a command
-// queued in MULTI is refused for memory.
+// every node): INFO memory's used_memory_logical, and, without a lock,
+// whether it is over maxmemory (a command queued in MULTI is then
+// refused).
 type LogicalMemoryReader interface {
 	LogicalMemory() (used, limit int64)
+	OverMaxmemory() bool
 }
 
 // overMaxmemory reports whether this node's state machine is over
 // maxmemory.
 func (s *Server) overMaxmemory() bool {
 	lm, ok := s.backend.(LogicalMemoryReader)
-	if !ok {
-		return false
-	}
-	used, limit := lm.LogicalMemory()
-	return limit > 0 && used > limit
+	return ok && lm.OverMaxmemory()
 }
 
 // INFO's sections in Redis 7.0's order, and those INFO without arguments
