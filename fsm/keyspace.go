@@ -96,7 +96,7 @@ func (c *Ctx) lookup(key []byte) *Value {
 	if v == nil {
 		return nil
 	}
-	c.memNote(v.keyString(key)) // the apply path's only
+	c.memNote(v.keyString(key)) // its size before the command (maxmemory.go; not on the read path)
 	if v.expired(c.now) {
 		if !c.readOnly {
 			c.removeExpired(v.keyString(key), v)
