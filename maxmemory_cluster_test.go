@@ -17,8 +17,10 @@ import (
 // three nodes at once and checks that every node refused the same writes
 // (their state machines write the same snapshot at the same index, and
 // report the same logical size), that locks can still be released and
-// renewed at the limit, that a restarted node (restored from its snapshot)
-// agrees, and that writes go again once keys are deleted.
+// renewed at the limit (DEL, a redlock-style release, Redisson's
+// forceUnlock; Redisson's unlock is refused there, as by Redis 7.0), that a
+// restarted node (restored from its snapshot) agrees, and that writes go
+// again once keys are deleted.
 func TestClusterMaxmemory(t *testing.T) {
 	c := RunClusterT(t, 3, func(i int, cfg *Config) { cfg.SnapshotThreshold = 64 })
 	ctx := context.Background()
@@ -99,8 +101,8 @@ func TestClusterMaxmemory(t *testing.T) {
 	}
 
 	// At the limit, through every node: locks are read, renewed and
-	// released; nothing new is stored. (Redisson's unlock script calls
-	// HINCRBY first, which Redis 7.0 refuses as well: see maxmemory.txt.)
+	// released; nothing new is stored. Redisson's unlock script calls
+	// HINCRBY first, which Redis 7.0 refuses as well (maxmemory.txt).
 	release := `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`
 	for i := range c.Nodes {
 		cl := client(t, c.Addr(i))
@@ -109,6 +111,11 @@ func TestClusterMaxmemory(t *testing.T) {
 		}
 		if err := cl.HIncrBy(ctx, "rlock", "id:1", 1).Err(); err == nil || err.Error() != oom {
 			t.Errorf("node %d: HINCRBY at the limit: %v", i, err)
+		}
+		// Redisson's unlock: its HINCRBY comes before any write.
+		err := cl.Eval(ctx, redissonUnlock, []string{"rlock", "redisson_lock__channel:{rlock}"}, 0, 30000, "id:1").Err()
+		if err == nil || !strings.HasPrefix(err.Error(), oom) {
+			t.Errorf("node %d: Redisson's unlock at the limit: %v", i, err)
 		}
 	}
 	for i := range c.Nodes {
@@ -123,6 +130,12 @@ func TestClusterMaxmemory(t *testing.T) {
 		if n, err := cl.Del(ctx, acked[i]).Result(); err != nil || n != 1 {
 			t.Errorf("node %d: DEL %s: %d, %v", i, acked[i], n, err)
 		}
+	}
+
+	// Redisson's forceUnlock deletes first: it goes.
+	forceUnlock := `if (redis.call('del', KEYS[1]) == 1) then redis.call('publish', KEYS[2], ARGV[1]); return 1 else return 0 end`
+	if n, err := leader.Eval(ctx, forceUnlock, []string{"rlock", "redisson_lock__channel:{rlock}"}, 0).Int(); err != nil || n != 1 {
+		t.Errorf("forceUnlock: %d, %v", n, err)
 	}
 
 	// A follower restarted from its snapshot and the rest of its log
@@ -146,6 +159,13 @@ func TestClusterMaxmemory(t *testing.T) {
 	}
 	sameEverywhere(t, c)
 }
+
+// redissonUnlock is the shape of Redisson's unlock script (before its
+// unlock latch): HEXISTS, then HINCRBY -1, then PEXPIRE or DEL and PUBLISH.
+const redissonUnlock = `if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; ` +
+	`local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); ` +
+	`if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; ` +
+	`else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;`
 
 // sameEverywhere waits until every node has applied the leader's last
 // index and requires their state machines to write identical snapshots
