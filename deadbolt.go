@@ -64,6 +64,10 @@ type Config struct {
 	// NotifyKeyspaceEvents, if set, is proposed at start as CONFIG SET
 	// notify-keyspace-events would (replicated: it reaches every node).
 	NotifyKeyspaceEvents string
+	// MaxMemory, if above 0, is proposed at start as CONFIG SET maxmemory
+	// would (replicated): the limit on the data's logical size, in bytes
+	// (fsm/DESIGN.md, "maxmemory"). 0 leaves the log's value.
+	MaxMemory int64
 
 	// Raft. With neither RaftAddr nor DataDir the node is a single
 	// in-memory node without a log.
@@ -277,8 +281,8 @@ func Start(cfg Config) (*Node, error) {
 		n.http = ep
 	}
 	go func() { n.done <- n.srv.Serve() }()
-	if cfg.NotifyKeyspaceEvents != "" {
-		if err := n.setNotify(cfg); err != nil {
+	if cfg.NotifyKeyspaceEvents != "" || cfg.MaxMemory > 0 {
+		if err := n.setSettings(cfg); err != nil {
 			n.Close()
 			return nil, err
 		}

@@ -109,6 +109,14 @@ func TestMetricsSingleNode(t *testing.T) {
 	if got, want := keys[`deadbolt_logical_memory_bytes`], float64(10*6+10*7+20*5+5+1); got != want {
 		t.Errorf("logical memory %v, want %v", got, want)
 	}
+	// What maxmemory limits: the keys' MEMORY USAGE, summed.
+	var usage int64
+	for _, k := range append(rdb.Keys(ctx, "lock:*").Val(), "plain") {
+		usage += rdb.MemoryUsage(ctx, k).Val()
+	}
+	if got := keys[`deadbolt_maxmemory_used_bytes`]; got != float64(usage) || usage == 0 || keys[`deadbolt_maxmemory_bytes`] != 0 {
+		t.Errorf("maxmemory used %v (MEMORY USAGE adds up to %d), maxmemory %v", got, usage, keys[`deadbolt_maxmemory_bytes`])
+	}
 	if after[`deadbolt_pubsub_channels`] != 1 || after[`deadbolt_connections`] < 2 {
 		t.Errorf("channels %v, connections %v", after[`deadbolt_pubsub_channels`], after[`deadbolt_connections`])
 	}

@@ -62,6 +62,7 @@ type Local struct {
 	mu      sync.Mutex
 	fsm     *fsm.FSM
 	users   func() *acl.Users
+	overMax func() bool // the state machine's OverMaxmemoryFunc
 	clock   Clock
 	deliver Deliverer
 
@@ -75,7 +76,7 @@ func NewLocal(f *fsm.FSM, clock Clock, deliver Deliverer) *Local {
 	if clock == nil {
 		clock = SystemClock{}
 	}
-	l := &Local{fsm: f, users: f.UsersFunc(), clock: clock, deliver: deliver, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &Local{fsm: f, users: f.UsersFunc(), overMax: f.OverMaxmemoryFunc(), clock: clock, deliver: deliver, stop: make(chan struct{}), done: make(chan struct{})}
 	go l.expireLoop()
 	return l
 }
@@ -182,6 +183,18 @@ func (l *Local) Snapshot(w interface{ Write([]byte) (int, error) }) error {
 	defer l.mu.Unlock()
 	return l.fsm.Snapshot(w)
 }
+
+// LogicalMemory returns the state machine's logical size and maxmemory
+// (INFO memory, MULTI's queueing).
+func (l *Local) LogicalMemory() (used, limit int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fsm.LogicalMemory()
+}
+
+// OverMaxmemory reports whether the state machine was over maxmemory
+// after its last command; no lock.
+func (l *Local) OverMaxmemory() bool { return l.overMax() }
 
 // Setting returns a replicated setting's value (CONFIG GET).
 func (l *Local) Setting(name string) string {

@@ -517,6 +517,43 @@ func (n *Node) OnLeaderChange(fn func(id, respAddr string)) (stop func()) {
 	}
 }
 
+// LogicalMemory returns this node's state machine's logical size and
+// maxmemory (INFO memory, MULTI's queueing).
+func (n *Node) LogicalMemory() (used, limit int64) {
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.state.LogicalMemory()
+}
+
+// StateSnapshot writes this node's state machine as a snapshot and
+// returns the log index it has applied: two nodes at the same index must
+// write the same bytes (tests compare replicas with it).
+func (n *Node) StateSnapshot(w interface{ Write([]byte) (int, error) }) (uint64, error) {
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.fsm.applied, n.state.Snapshot(w)
+}
+
+// OverMaxmemory reports whether this node's state machine was over
+// maxmemory after its last command; no lock (MULTI's queueing asks it).
+func (n *Node) OverMaxmemory() bool { return n.overMaxmemory() }
+
+// refuseForMemory refuses, on the leader, a command its state machine
+// would refuse for memory (fsm.MemoryRefusal) without proposing it: a
+// refused write then costs no log entry. Everything this leader has
+// acknowledged is applied here, so no write is refused that a DEL already
+// acknowledged made room for. Free unless the state machine is over the
+// limit.
+func (n *Node) refuseForMemory(cmd fsm.Command) (fsm.Result, bool) {
+	if !n.overMaxmemory() {
+		return fsm.Result{}, false
+	}
+	n.fsm.mu.Lock()
+	r, ok := n.state.MemoryRefusal(cmd)
+	n.fsm.mu.Unlock()
+	return fsm.Result{Reply: r, DB: cmd.DB}, !ok
+}
+
 // Setting returns a replicated setting's value as this node has applied
 // it (CONFIG GET).
 func (n *Node) Setting(name string) string {

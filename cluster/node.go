@@ -131,12 +131,15 @@ func (c *Config) defaults() {
 // writes are committed on a quorum before they are answered, reads are
 // linearizable, and a follower forwards both to the leader.
 type Node struct {
-	cfg       Config
-	raft      *raft.Raft
-	fsm       *raftFSM
-	state     *fsm.FSM
-	users     func() *acl.Users // the state machine's ACL users, any goroutine
-	transport *raft.NetworkTransport
+	cfg   Config
+	raft  *raft.Raft
+	fsm   *raftFSM
+	state *fsm.FSM
+	users func() *acl.Users // the state machine's ACL users, any goroutine
+	// overMaxmemory reports the state machine's out-of-memory state, any
+	// goroutine (refuseForMemory).
+	overMaxmemory func() bool
+	transport     *raft.NetworkTransport
 	// raftRef is raft once NewRaft has returned, for the log store's
 	// goroutine; durable is the log store if it defers syncs.
 	raftRef atomic.Pointer[raft.Raft]
@@ -205,6 +208,7 @@ func NewNode(cfg Config) (*Node, error) {
 	n.SetRESPAddr(cfg.RESPAddr)
 	n.state = fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget, Users: cfg.Users})
 	n.users = n.state.UsersFunc()
+	n.overMaxmemory = n.state.OverMaxmemoryFunc()
 	n.fsm = newRaftFSM(n.state, cfg.Deliver)
 	n.fsm.metrics = &n.metrics
 	n.fwd = newForwarder(cfg.CommandTimeout)

@@ -159,6 +159,9 @@ func (n *Node) ApplyLocal(ctx context.Context, cmd fsm.Command) (fsm.Result, err
 	if err := n.refuseWrite(cmd); err != nil {
 		return fsm.Result{}, err
 	}
+	if res, refused := n.refuseForMemory(cmd); refused {
+		return res, nil
+	}
 	return n.prop.propose(ctx, AppendEntry(nil, Entry{Time: ts, Cmd: cmd}))
 }
 
@@ -183,6 +186,10 @@ func (n *Node) StartApply(cmd fsm.Command, done func(fsm.Result, error)) bool {
 	}
 	if err := n.refuseWrite(cmd); err != nil {
 		go done(fsm.Result{}, err)
+		return true
+	}
+	if res, refused := n.refuseForMemory(cmd); refused {
+		go done(res, nil)
 		return true
 	}
 	env := AppendEntry(nil, Entry{Time: ts, Cmd: cmd})

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -323,6 +324,10 @@ func cmdFcall(c *Ctx, args [][]byte) resp.Reply {
 	if roCmd && !meta.noWrites() {
 		return resp.Err("ERR Can not execute a script with write flag using *_ro command.")
 	}
+	allowOOM := slices.Contains(meta.Flags, "allow-oom")
+	if c.oom && !allowOOM && !meta.noWrites() {
+		return resp.Err(msgScriptOOM)
+	}
 	if !c.f.lua.HasLibrary(libName, lib.code) {
 		// Loaded before this Lua state (a restore, a new state): load it
 		// again, as it loaded the first time.
@@ -333,7 +338,7 @@ func cmdFcall(c *Ctx, args [][]byte) resp.Reply {
 	}
 	saved := c.script
 	savedDB := c.dbIndex
-	c.script = scriptRun{active: true, readOnly: meta.noWrites() || roCmd}
+	c.script = scriptRun{active: true, readOnly: meta.noWrites() || roCmd, allowOOM: allowOOM}
 	defer func() {
 		c.script = saved
 		c.selectDB(savedDB)

@@ -37,6 +37,8 @@ var serverNoScript = map[string]bool{
 type scriptRun struct {
 	active   bool // a script is running
 	readOnly bool // EVAL_RO, or a no-writes shebang
+	allowOOM bool // an allow-oom shebang: no call is refused for memory
+	wrote    bool // a write was called (maxmemory.go's scriptOOM)
 }
 
 // storedScript is a body in the replicated script cache, with its hash:
@@ -120,11 +122,14 @@ func cmdEval(c *Ctx, args [][]byte) resp.Reply {
 	if roCmd && !noWrites && hasShebang(body) {
 		return resp.Err("ERR Can not execute a script with write flag using *_ro command.")
 	}
+	if c.oom && scriptDeniesOOM(body) {
+		return resp.Err(msgScriptOOM)
+	}
 	keys := args[3 : 3+numKeys]
 	argv := args[3+numKeys:]
 	saved := c.script
 	savedDB := c.dbIndex
-	c.script = scriptRun{active: true, readOnly: noWrites || roCmd}
+	c.script = scriptRun{active: true, readOnly: noWrites || roCmd, allowOOM: scriptAllowsOOM(body)}
 	defer func() {
 		// SELECT inside a script does not change the caller's database.
 		c.script = saved
@@ -175,6 +180,9 @@ func (c *Ctx) scriptCall(args [][]byte) resp.Reply {
 	}
 	if spec.Flags&Write != 0 && (c.script.readOnly || c.readOnly) {
 		return resp.Err(msgScriptReadOnly)
+	}
+	if r, ok := c.scriptOOM(args); !ok {
+		return r
 	}
 	c.f.calls++
 	return spec.fn(c, args)

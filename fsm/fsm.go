@@ -140,6 +140,7 @@ type FSM struct {
 	// lockStats counts lock events as they are applied (locks.go): this
 	// node's observations, not state; a restore keeps them.
 	lockStats lockStats
+	mem       memAccount // the logical size and maxmemory (maxmemory.go)
 }
 
 // Options tunes a state machine.
@@ -162,6 +163,7 @@ func newState(opt Options) *FSM {
 	f.users = initialUsers(opt)
 	f.aclPub = new(atomic.Pointer[acl.Users])
 	f.aclPub.Store(f.users)
+	f.mem.over = new(atomic.Bool)
 	for i := range f.dbs {
 		f.dbs[i] = newKeyspace()
 	}
@@ -190,8 +192,9 @@ func (f *FSM) advance(t int64) int64 {
 // leader). It may change state.
 func (f *FSM) Apply(now int64, cmd Command) Result {
 	c := &f.applyCtx
-	*c = Ctx{f: f, now: f.advance(now), startVersion: f.version}
+	*c = Ctx{f: f, now: f.advance(now), startVersion: f.version, oom: f.mem.overLimit()}
 	r := c.run(cmd)
+	f.memSettle()
 	*c = Ctx{} // keep nothing of the command alive
 	return r
 }
@@ -213,6 +216,9 @@ func (c *Ctx) run(cmd Command) Result {
 	}
 	c.selectDB(cmd.DB)
 	c.user = cmd.User
+	if r, ok := c.oomRefusal(cmd); !ok {
+		return Result{Reply: r, DB: cmd.DB}
+	}
 	var r resp.Reply
 	if cmd.Args == nil {
 		r = c.exec(cmd)
@@ -255,6 +261,9 @@ type Ctx struct {
 	// startVersion is the state's version before the command: a key with
 	// a later version changed during it (locks.go).
 	startVersion uint64
+	// oom is whether the logical size was over maxmemory as the command
+	// began: Redis's pre_command_oom_state (maxmemory.go).
+	oom bool
 }
 
 func (c *Ctx) selectDB(i int) {

@@ -96,6 +96,7 @@ func (c *Ctx) lookup(key []byte) *Value {
 	if v == nil {
 		return nil
 	}
+	c.memNote(v.keyString(key)) // its size before the command (maxmemory.go; not on the read path)
 	if v.expired(c.now) {
 		if !c.readOnly {
 			c.removeExpired(v.keyString(key), v)
@@ -122,6 +123,7 @@ func (c *Ctx) lookupKind(key []byte, kind Kind) (v *Value, ok bool) {
 func (c *Ctx) put(key []byte, v *Value) {
 	c.mustWrite()
 	k := string(key)
+	c.memNote(k)
 	c.f.version++
 	v.Version = c.f.version
 	v.name = k
@@ -185,6 +187,7 @@ func (c *Ctx) removeAs(k string, tomb uint64, expired bool) {
 	if !ok {
 		return
 	}
+	c.memNote(k)
 	if v.lock != 0 {
 		c.lockGone(v, expired)
 	}
@@ -281,6 +284,7 @@ func (c *Ctx) flush(db int) {
 	}
 	c.db = c.f.dbs[c.dbIndex]
 	c.f.expires.dropDB(db)
+	c.memFlushed(db)
 }
 
 // expiryIndex orders keys with a deadline by (deadline, db, key), so that

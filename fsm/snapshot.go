@@ -409,6 +409,8 @@ func (f *FSM) Restore(r io.Reader) error {
 		}
 	}
 	n.aclPub = f.aclPub
+	n.mem.over = f.mem.over
+	n.memRecount()
 	*f = *n
 	f.aclPub.Store(f.users)
 	return nil

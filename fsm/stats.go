@@ -31,12 +31,17 @@ type Summary struct {
 	// last entry applied): string and Redisson locks held, semaphores
 	// that exist (whatever their permits).
 	LocksHeld [NumLockKinds]int
+	// MaxmemoryUsed is the size maxmemory limits (MEMORY USAGE's
+	// estimate summed over the keys, maxmemory.go), Maxmemory the limit
+	// (0 for none).
+	MaxmemoryUsed, Maxmemory int64
 }
 
 // Summary counts the whole state machine: it visits every key and every
 // element of each value. The caller serialises it with Apply.
 func (f *FSM) Summary() Summary {
-	s := Summary{Scripts: len(f.scripts), Functions: len(f.functions), Libraries: len(f.libraries)}
+	s := Summary{Scripts: len(f.scripts), Functions: len(f.functions), Libraries: len(f.libraries),
+		MaxmemoryUsed: f.mem.total, Maxmemory: f.mem.limit}
 	for _, ks := range f.dbs {
 		s.Keys += len(ks.keys)
 		for k, v := range ks.keys {

@@ -39,6 +39,8 @@ var (
 	dFunctions = desc("functions", "Functions loaded (FUNCTION LOAD).")
 	dLibraries = desc("function_libraries", "Function libraries loaded.")
 	dLogical   = desc("logical_memory_bytes", "Key names and value bytes as clients wrote them, without the structures holding them.")
+	dMaxUsed   = desc("maxmemory_used_bytes", "The size maxmemory limits: MEMORY USAGE's estimate summed over the keys (INFO memory used_memory_logical).")
+	dMaxmemory = desc("maxmemory_bytes", "The maxmemory limit; 0 for none.")
 
 	// Raft (cluster members only).
 	dRaftState       = desc("raft_state", "1 for the Raft state this node is in, 0 for the others.", "state")
@@ -161,7 +163,7 @@ func (c *collector) fsmSummary() fsm.Summary {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dCommands, dCommandSeconds, dErrors, dConns, dConnsAccepted, dConnsRejected,
-		dChannels, dPatterns, dShardChannels, dDelivered, dKeys, dDeadlines, dScripts, dFunctions, dLibraries, dLogical,
+		dChannels, dPatterns, dShardChannels, dDelivered, dKeys, dDeadlines, dScripts, dFunctions, dLibraries, dLogical, dMaxUsed, dMaxmemory,
 		dRaftState, dRaftTerm, dRaftLast, dRaftCommit, dRaftApplied, dRaftFSMApplied, dRaftLeaderKnown, dRaftContact,
 		dRaftFollower, dRaftChanges, dRaftGone, dRaftBatch, dSnapTaken, dSnapInstalled, dSnapTakeSec, dSnapInstallSec, dSnapBytes,
 		dLogWrite, dLogSync, dLogBatch, dLogBytes, dLogSegments} {
@@ -215,6 +217,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(dFunctions, float64(sum.Functions))
 	gauge(dLibraries, float64(sum.Libraries))
 	gauge(dLogical, float64(sum.Bytes))
+	gauge(dMaxUsed, float64(sum.MaxmemoryUsed))
+	gauge(dMaxmemory, float64(sum.Maxmemory))
 }
 
 type emit func(d *prometheus.Desc, v float64, labels ...string)

@@ -287,8 +287,12 @@ func TestConfig(t *testing.T) {
 
 	c.must(okReply, "config", "set", "maxmemory", "100mb")
 	c.must(bulks("maxmemory", "104857600"), "config", "get", "maxmemory")
-	c.must(okReply, "config", "set", "maxmemory", "1k", "maxmemory-policy", "ALLKEYS-LRU")
-	c.must(bulks("maxmemory", "1000", "maxmemory-policy", "allkeys-lru"), "config", "get", "maxmemory", "maxmemory-policy")
+	// noeviction is the only policy; CONFIG SET is all or nothing.
+	c.must("-ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - "+msgPolicy+"\r\n", "config", "set", "maxmemory", "1k", "maxmemory-policy", "ALLKEYS-LRU")
+	c.must(bulks("maxmemory", "104857600", "maxmemory-policy", "noeviction"), "config", "get", "maxmemory", "maxmemory-policy")
+	c.must(okReply, "config", "set", "maxmemory", "1k", "maxmemory-policy", "NOEVICTION")
+	c.must(bulks("maxmemory", "1000", "maxmemory-policy", "noeviction"), "config", "get", "maxmemory", "maxmemory-policy")
+	c.must(okReply, "config", "set", "maxmemory", "0")
 	c.must(okReply, "config", "set", "slave-read-only", "no")
 	c.must(bulks("replica-read-only", "no"), "config", "get", "replica-read-only")
 	c.must(okReply, "config", "set", "lua-time-limit", "100")
@@ -337,7 +341,7 @@ func TestConfig(t *testing.T) {
 	// A failed CONFIG SET changes nothing.
 	c.mustErr("ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction",
 		"config", "set", "maxmemory", "5", "maxmemory-policy", "nope")
-	c.must(bulks("maxmemory", "1000"), "config", "get", "maxmemory")
+	c.must(bulks("maxmemory", "0"), "config", "get", "maxmemory")
 	c.must(okReply, "config", "set", "notify-keyspace-events", "")
 
 	c.mustErr("ERR wrong number of arguments for 'config|get' command", "config", "get")

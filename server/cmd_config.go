@@ -346,6 +346,10 @@ func configSetCmd(c *conn, pairs [][]byte) {
 			return
 		}
 		changes[i].val = v
+		if changes[i].p.name == "maxmemory-policy" && v != "noeviction" {
+			c.reply(configSetErr(changes[i].arg, msgPolicy))
+			return
+		}
 	}
 	s := c.srv
 	for _, ch := range changes {
@@ -425,6 +429,10 @@ func (s *Server) appliedHere(ctx context.Context, res fsm.Result) error {
 	}
 	return w.WaitApplied(ctx, res.LogIndex)
 }
+
+// msgPolicy refuses an eviction policy: a lock server must never drop a
+// key (a lock) to make room, so a write over maxmemory is refused instead.
+const msgPolicy = "deadbolt evicts no key: noeviction is its only maxmemory-policy (a write over maxmemory is refused)"
 
 func configSetErr(arg, msg string) resp.Reply {
 	return resp.Err("ERR CONFIG SET failed (possibly related to argument '" + truncate(arg, 128) + "') - " + msg)

@@ -76,6 +76,11 @@ const (
 	msgNoMulti     = "ERR Command not allowed inside a transaction"
 )
 
+// oomExempt are the commands Redis lets through in MULTI while over
+// maxmemory (EXEC is then refused in the state machine if its transaction
+// holds a denyoom command).
+var oomExempt = map[string]bool{"exec": true, "discard": true, "quit": true, "reset": true}
+
 // dispatch runs one client request.
 func (c *conn) dispatch(args [][]byte) {
 	cs, isConn := lookupConn(args[0])
@@ -145,6 +150,13 @@ func (c *conn) dispatch(args [][]byte) {
 		return
 	}
 	if !c.aclAllows(name, args) {
+		return
+	}
+	if c.multi != nil && !oomExempt[name] && c.srv.overMaxmemory() {
+		// Redis refuses to queue anything while over maxmemory, and EXEC
+		// then aborts. Which node's view decides only answers this
+		// client: nothing is applied either way.
+		c.reject(name, fsm.OOMError)
 		return
 	}
 	if c.subscribed() && c.protocol() < 3 && (!isConn || cs.flags&inSubMode == 0) {

@@ -36,6 +36,23 @@ type ScriptStats interface {
 	ScriptCount() int
 }
 
+// LogicalMemoryReader is implemented by a backend whose state machine
+// keeps the logical size of its data that maxmemory limits (the same on
+// every node): INFO memory's used_memory_logical, and, without a lock,
+// whether it is over maxmemory (a command queued in MULTI is then
+// refused).
+type LogicalMemoryReader interface {
+	LogicalMemory() (used, limit int64)
+	OverMaxmemory() bool
+}
+
+// overMaxmemory reports whether this node's state machine is over
+// maxmemory.
+func (s *Server) overMaxmemory() bool {
+	lm, ok := s.backend.(LogicalMemoryReader)
+	return ok && lm.OverMaxmemory()
+}
+
 // INFO's sections in Redis 7.0's order, and those INFO without arguments
 // (or INFO default) shows.
 var (
@@ -328,6 +345,10 @@ func (s *Server) infoMemory() []string {
 		scripts = ss.ScriptCount()
 	}
 	maxmem, _ := strconv.ParseUint(s.configGet(paramByName["maxmemory"]), 10, 64)
+	var logical int64
+	if lm, ok := s.backend.(LogicalMemoryReader); ok {
+		logical, _ = lm.LogicalMemory()
+	}
 	return kv(
 		"used_memory", m.used,
 		"used_memory_human", bytesToHuman(m.used),
@@ -361,6 +382,8 @@ func (s *Server) infoMemory() []string {
 		"maxmemory", maxmem,
 		"maxmemory_human", bytesToHuman(maxmem),
 		"maxmemory_policy", s.configGet(paramByName["maxmemory-policy"]),
+		"used_memory_logical", logical,
+		"used_memory_logical_human", bytesToHuman(uint64(logical)),
 		"allocator_frag_ratio", f2(ratio(m.active, m.used)),
 		"allocator_frag_bytes", int64(m.active)-int64(m.used),
 		"allocator_rss_ratio", f2(ratio(m.resident, m.active)),

@@ -54,6 +54,8 @@ PROTO-MAX-BULK-LEN 2mb
 protected-mode no
 include extra.conf
 notify-keyspace-events "Ex"
+maxmemory 100mb
+maxmemory-policy noeviction
 heartbeat-timeout 700ms
 `, addr)), 0o600)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -81,6 +83,8 @@ heartbeat-timeout 700ms
 		"protected-mode":         "no",
 		"loglevel":               "warning",
 		"notify-keyspace-events": "xE",
+		"maxmemory":              "104857600",
+		"maxmemory-policy":       "noeviction",
 		"port":                   addr[strings.LastIndex(addr, ":")+1:],
 		// deadbolt's own parameters: the other flags.
 		"heartbeat-timeout": "700ms",

@@ -63,6 +63,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		maxClients  = fs.Int("maxclients", 10000, "maximum number of client connections")
 		protected   = newChoice(fs, "protected-mode", "yes", "yes: without --requirepass, refuse clients from other than 127.0.0.1 and ::1, as Redis does; no: serve them", "yes", "no")
 		maxBulk     = byteSize(512 << 20)
+		maxMemory   = byteSize(0)
+		_           = newChoice(fs, "maxmemory-policy", "noeviction", "accepted for redis.conf's sake: noeviction is the only policy (deadbolt evicts no key, such as a lock, to make room)", "noeviction")
 		logLevel    = newChoice(fs, "log-level", "info", "log level: debug, info, warn, error", "debug", "info", "warn", "error")
 		logFormat   = newChoice(fs, "log-format", "text", "log records as text (key=value) or json (one object a line)", "text", "json")
 		configFile  = fs.String("config", "", "read directives from this redis.conf-style `file`: each flag is a directive of the same name (\"data-dir /var/lib/deadbolt\"); flags on the command line win")
@@ -107,6 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&tlsOpts.Protocols, "tls-protocols", "", "TLS: `versions` to accept, such as \"TLSv1.2 TLSv1.3\" (the default)")
 	fs.StringVar(&tlsOpts.Ciphers, "tls-ciphers", "", "TLS 1.2 cipher suites, OpenSSL names separated by colons (default: Go's secure set)")
 	fs.StringVar(&tlsOpts.Ciphersuites, "tls-ciphersuites", "", "TLS 1.3 cipher suites, checked (Go always offers its three TLS 1.3 suites)")
+	fs.Var(&maxMemory, "maxmemory", "refuse Redis's denyoom commands (SET, HSET, ...: not DEL, EXPIRE or GET) once the data's logical size (INFO memory used_memory_logical, the same on every node) is over this many `bytes` (100mb, as redis.conf writes sizes, works too); 0: no limit. Replicated to every node, like CONFIG SET maxmemory")
 	fs.Var(&maxBulk, "proto-max-bulk-len", "largest bulk argument a client may send, in `bytes` (512mb, as redis.conf writes sizes, works too)")
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
@@ -227,6 +230,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		TLSSentinelAddr:       *tlsSentinel,
 		TLS:                   tlsOpts,
 		NotifyKeyspaceEvents:  *notifyKS,
+		MaxMemory:             int64(maxMemory),
 		ClusterSecret:         secret,
 		InsecureCluster:       *insecure,
 		TLSCluster:            *tlsCluster,

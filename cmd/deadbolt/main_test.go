@@ -154,6 +154,10 @@ func TestRunNotifyFlag(t *testing.T) {
 	if err := run(context.Background(), []string{"--addr", "127.0.0.1:0", "--notify-keyspace-events", "Z"}, &out, &errb); err == nil {
 		t.Error("a bad --notify-keyspace-events was accepted")
 	}
+	// Only noeviction: a lock server evicts no lock.
+	if err := run(context.Background(), []string{"--addr", "127.0.0.1:0", "--maxmemory-policy", "allkeys-lru"}, &out, &errb); err == nil {
+		t.Error("--maxmemory-policy allkeys-lru was accepted")
+	}
 }
 
 // TestRunShutdownCommand: a client's SHUTDOWN ends run as SIGTERM does,
