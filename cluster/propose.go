@@ -43,6 +43,9 @@ func retryable(err error) bool {
 // Apply commits a command through the log and returns its result. On a
 // follower it forwards the command to the leader.
 func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	if err := n.checkEntrySize(EntrySize(Entry{Cmd: cmd})); err != nil {
+		return fsm.Result{}, err // before forwarding it (bigentry.go)
+	}
 	return n.route(ctx, func(ctx context.Context) (fsm.Result, error) { return n.ApplyLocal(ctx, cmd) },
 		func(ctx context.Context, addr string) (fsm.Result, error) {
 			res, err := n.member.forward(ctx, addr, modeApply, cmd)
@@ -159,6 +162,9 @@ func (n *Node) ApplyLocal(ctx context.Context, cmd fsm.Command) (fsm.Result, err
 	if err := n.refuseWrite(cmd); err != nil {
 		return fsm.Result{}, err
 	}
+	if err := n.checkEntrySize(EntrySize(Entry{Time: ts, Cmd: cmd})); err != nil {
+		return fsm.Result{}, err
+	}
 	return n.prop.propose(ctx, AppendEntry(nil, Entry{Time: ts, Cmd: cmd}))
 }
 
@@ -182,6 +188,10 @@ func (n *Node) StartApply(cmd fsm.Command, done func(fsm.Result, error)) bool {
 		return false
 	}
 	if err := n.refuseWrite(cmd); err != nil {
+		go done(fsm.Result{}, err)
+		return true
+	}
+	if err := n.checkEntrySize(EntrySize(Entry{Time: ts, Cmd: cmd})); err != nil {
 		go done(fsm.Result{}, err)
 		return true
 	}
