@@ -238,6 +238,7 @@ func Start(cfg Config) (*Node, error) {
 		}
 		n.raft = rn
 		backend = rn
+		scfg.MaxArgBytes = server.ArgLimit(rn.MaxEntryBytes()) // see server/toolarge.go
 		scfg.Info = rn
 		scfg.MembersOnly = auth != nil
 	}

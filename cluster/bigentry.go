@@ -50,6 +50,10 @@ func entryTooLarge(size, limit int64) error {
 	return replyError{fmt.Sprintf("ERR write refused: its log entry would take %d bytes, more than max-entry-bytes %d; store big values elsewhere, or split them", size, limit)}
 }
 
+// MaxEntryBytes is the largest log entry this node proposes or forwards (0:
+// no limit of its own).
+func (n *Node) MaxEntryBytes() int64 { return max(n.cfg.MaxEntryBytes, 0) }
+
 // checkEntrySize refuses an entry of size bytes over the node's limit.
 func (n *Node) checkEntrySize(size int) error {
 	if limit := n.cfg.MaxEntryBytes; limit > 0 && int64(size) > limit {

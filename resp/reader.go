@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 )
@@ -20,6 +21,15 @@ const (
 type ProtocolError struct{ Msg string }
 
 func (e *ProtocolError) Error() string { return "Protocol error: " + e.Msg }
+
+// TooLargeError reports a request read whole whose argument of Size bytes
+// was dropped for being larger than Limit (Reader.SkipAbove). Unlike the
+// reader's other errors it leaves the reader usable.
+type TooLargeError struct{ Size, Limit int64 }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("resp: an argument of %d bytes is larger than %d", e.Size, e.Limit)
+}
 
 // ErrBufferLimit is returned when a single request is larger than the
 // query buffer limit.
@@ -48,6 +58,16 @@ type Reader struct {
 
 	MaxBulkLen int64 // largest bulk argument accepted
 	MaxRequest int64 // largest request (sum of arguments) accepted
+	// SkipAbove, if positive, is the largest bulk argument kept whole: a
+	// larger one (up to MaxBulkLen) is dropped as it arrives, never
+	// buffered, and once the rest of its request is read Next returns the
+	// request (nil in place of each dropped argument) with a
+	// *TooLargeError, after which the reader may be used on. A cluster
+	// node sets it from its --max-entry-bytes: no write with such an
+	// argument could be accepted.
+	SkipAbove int64
+	skip      int64 // bytes of a dropped argument still to come, CRLF included
+	dropped   int64 // the largest argument dropped from the current request
 	// Unauthenticated, when set, applies Redis's tighter limits for clients
 	// that have not yet passed AUTH.
 	Unauthenticated bool
@@ -171,7 +191,16 @@ func (r *Reader) Next() ([][]byte, error) {
 			r.args = make([][]byte, 0, min(n, 1024))
 			r.arena = make([]byte, 0, min(r.w-r.r, maxArena))
 		}
-		for r.want > 0 {
+		for r.want > 0 || r.skip > 0 {
+			if r.skip > 0 {
+				n := min(r.skip, int64(r.w-r.r))
+				r.r += int(n)
+				r.skip -= n
+				if r.skip > 0 {
+					return nil, nil
+				}
+				continue
+			}
 			start := r.r
 			line, ok, err := r.line("too big bulk count string")
 			if !ok || err != nil {
@@ -190,6 +219,13 @@ func (r *Reader) Next() ([][]byte, error) {
 			}
 			if r.total+size > r.MaxRequest {
 				return nil, ErrBufferLimit
+			}
+			if r.SkipAbove > 0 && size > r.SkipAbove {
+				r.skip = size + 2
+				r.dropped = max(r.dropped, size)
+				r.args = append(r.args, nil)
+				r.want--
+				continue
 			}
 			if int64(r.w-r.r) < size+2 {
 				// The header is parsed again with the rest of the bulk.
@@ -215,6 +251,10 @@ func (r *Reader) Next() ([][]byte, error) {
 		}
 		args := r.args
 		r.inMulti, r.args, r.arena = false, nil, nil
+		if d := r.dropped; d > 0 {
+			r.dropped = 0
+			return args, &TooLargeError{Size: d, Limit: r.SkipAbove}
+		}
 		return args, nil
 	}
 }

@@ -58,9 +58,11 @@ func peakRSS(t *testing.T, pid int) int64 {
 // TestProcessBigValuesBoundedMemory runs three real deadbolt processes on
 // disk with the default --max-entry-bytes and writes values at the limit
 // through every node (the leader, and both followers, which forward), then
-// values far over it. Every value at the limit is stored and reads back
-// on every node; every one over it is refused with the error naming the
-// limit, and nothing of it is stored; and no process's peak resident
+// values over it (32 times, which the node drops as they arrive, and
+// just over, which it reads and then refuses), and transactions over it.
+// Every value at the limit is stored and reads back on every node; every
+// write over it is refused with the error naming the limit, and nothing
+// of it is stored; and no process's peak resident
 // memory exceeds 64 MiB plus 32 times the limit. Before the limit, one
 // 32 MiB SET took a follower to about 725 MB, a 150 MB one past 4 GB.
 func TestProcessBigValuesBoundedMemory(t *testing.T) {
@@ -114,16 +116,28 @@ func TestProcessBigValuesBoundedMemory(t *testing.T) {
 	}
 	// The envelope of SET key value is the value and a few bytes more.
 	atLimit := strings.Repeat("v", limit-64)
-	over := strings.Repeat("o", 2*limit)
+	over := strings.Repeat("o", 32*limit)  // dropped as it arrives (resp.Reader.SkipAbove)
+	justOver := strings.Repeat("j", limit) // kept, and refused by the entry's size
 	for round := range 3 {
 		for i, c := range clients {
 			key := fmt.Sprintf("big:%d:%d", i, round)
 			if err := c.Set(ctx, key, atLimit, 0).Err(); err != nil {
 				t.Fatalf("SET of %d bytes through %s (leader %s): %v", len(atLimit), procs[i].id, procs[leader].id, err)
 			}
-			err := c.Set(ctx, "over:"+key, over, 0).Err()
-			if err == nil || !strings.Contains(err.Error(), "ERR write refused: its log entry would take") || !strings.Contains(err.Error(), fmt.Sprintf("more than max-entry-bytes %d", limit)) {
-				t.Fatalf("SET of %d bytes through %s: %v, want the max-entry-bytes refusal", len(over), procs[i].id, err)
+			for _, v := range []string{over, justOver} {
+				err := c.Set(ctx, "over:"+key, v, 0).Err()
+				if err == nil || !strings.HasPrefix(err.Error(), "ERR write refused: ") || !strings.Contains(err.Error(), fmt.Sprintf("max-entry-bytes %d", limit)) {
+					t.Errorf("SET of %d bytes through %s: %v, want the max-entry-bytes refusal", len(v), procs[i].id, err)
+				}
+			}
+			// MULTI/EXEC: one entry for the whole transaction.
+			_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Set(ctx, "over:"+key, atLimit[:limit/2], 0)
+				p.Set(ctx, "over:"+key+":b", atLimit[:limit/2], 0)
+				return nil
+			})
+			if err == nil || !strings.HasPrefix(err.Error(), "ERR write refused: ") {
+				t.Errorf("MULTI of two SETs of %d bytes through %s: %v, want the max-entry-bytes refusal", limit/2, procs[i].id, err)
 			}
 		}
 	}
