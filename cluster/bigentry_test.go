@@ -206,3 +206,35 @@ func TestEntryTooLargeRefused(t *testing.T) {
 	}
 	c.converged()
 }
+
+// A follower that fell behind by several big entries catches up with
+// AppendEntries of at most maxAppendBytes (or one entry alone): it stores
+// them in at least as many appends as there are big entries, where one
+// request would have carried them all, and ends with the leader's state.
+// Entries over the log cache's bytes are read back from the leader's log.
+func TestFollowerCatchesUpOverBigEntries(t *testing.T) {
+	c := startTestClusterWith(t, 3, func(i int, cfg *Config) { cfg.DataDir = t.TempDir() })
+	li := c.leader(-1)
+	l := c.nodes[li]
+	lag := (li + 1) % 3
+	ctx := context.Background()
+	c.nw.Isolate(c.ids[lag], c.ids...)
+	const big = 8
+	value := strings.Repeat("b", 900<<10)
+	for i := range big {
+		if _, err := l.Apply(ctx, cmd("SET", fmt.Sprint("big", i), value)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Apply(ctx, cmd("INCR", "n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := c.nodes[lag].RaftMetrics().Log.Write.Count
+	c.nw.Heal()
+	c.converged()
+	appends := c.nodes[lag].RaftMetrics().Log.Write.Count - before
+	t.Logf("the follower caught up in %d appends", appends)
+	if appends < big {
+		t.Errorf("%d entries of 900 KiB arrived in %d appends: some AppendEntries carried more than %d bytes", big, appends, maxAppendBytes)
+	}
+}
