@@ -247,7 +247,7 @@ func NewNode(cfg Config) (*Node, error) {
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
-	rc.MaxAppendEntries = 64 // and at most maxAppendBytes (bigentry.go)
+	rc.MaxAppendEntries = 32 // and at most maxAppendBytes (bigentry.go)
 	rc.BatchApplyCh = true
 	rc.ShutdownOnRemove = false
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft:" + cfg.ID, Output: cfg.RaftLog, Level: hclog.Info})
