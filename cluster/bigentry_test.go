@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/deadbolt/deadbolt/fsm"
+	"github.com/deadbolt/deadbolt/resp"
 )
 
 // EntrySize is the length AppendEntry writes, for every shape of command.
@@ -236,5 +240,37 @@ func TestFollowerCatchesUpOverBigEntries(t *testing.T) {
 	t.Logf("the follower caught up in %d appends", appends)
 	if appends < big {
 		t.Errorf("%d entries of 900 KiB arrived in %d appends: some AppendEntries carried more than %d bytes", big, appends, maxAppendBytes)
+	}
+}
+
+// writeCommand writes what resp's array encoding writes, and a big command
+// without copying its arguments: forwarding a value at the limit costs the
+// follower no second copy of it.
+func TestWriteCommandBig(t *testing.T) {
+	for _, n := range []int{0, 10, vectorAbove - 100, vectorAbove, 1 << 20} {
+		a := args("deadbolt.forward", "w", strings.Repeat("e", n))
+		var got bytes.Buffer
+		if err := writeCommand(&got, a); err != nil {
+			t.Fatal(err)
+		}
+		req := make([]resp.Reply, len(a))
+		for i, x := range a {
+			req[i] = resp.BulkReply(x)
+		}
+		if want := resp.ArrayReply(req...).Append(nil); !bytes.Equal(got.Bytes(), want) {
+			t.Fatalf("%d-byte argument: wrote %q..., want %q...", n, got.Bytes()[:min(got.Len(), 40)], want[:min(len(want), 40)])
+		}
+	}
+	big := args("deadbolt.forward", "w", strings.Repeat("e", 1<<20))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		if err := writeCommand(io.Discard, big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / 10; per > 64<<10 {
+		t.Errorf("writing a 1 MiB command allocated %d bytes", per)
 	}
 }

@@ -46,9 +46,13 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	if err := n.checkEntrySize(EntrySize(Entry{Cmd: cmd})); err != nil {
 		return fsm.Result{}, err // before forwarding it (bigentry.go)
 	}
+	var env []byte // encoded once, for every try that forwards it
 	return n.route(ctx, func(ctx context.Context) (fsm.Result, error) { return n.ApplyLocal(ctx, cmd) },
 		func(ctx context.Context, addr string) (fsm.Result, error) {
-			res, err := n.member.forward(ctx, addr, modeApply, cmd)
+			if env == nil {
+				env = AppendEntry(nil, Entry{Cmd: cmd})
+			}
+			res, err := n.member.forwardEnv(ctx, addr, modeApply, env)
 			if err == nil {
 				res.Receivers += n.ownReceivers(cmd)
 			}
