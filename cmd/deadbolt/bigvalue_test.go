@@ -58,13 +58,14 @@ func peakRSS(t *testing.T, pid int) int64 {
 // TestProcessBigValuesBoundedMemory runs three real deadbolt processes on
 // disk with the default --max-entry-bytes and writes values at the limit
 // through every node (the leader, and both followers, which forward), then
-// values over it (32 times, which the node drops as they arrive, and
-// just over, which it reads and then refuses), and transactions over it.
-// Every value at the limit is stored and reads back on every node; every
-// write over it is refused with the error naming the limit, and nothing
-// of it is stored; and no process's peak resident
-// memory exceeds 64 MiB plus 32 times the limit. Before the limit, one
-// 32 MiB SET took a follower to about 725 MB, a 150 MB one past 4 GB.
+// values over it (32 times, which the node drops as they arrive, and just
+// over, which it reads and then refuses), and transactions over it. Every
+// value at the limit is stored and reads back on every node; every write
+// over it is refused with the error naming the limit, and nothing of it
+// is stored; and no process's peak resident memory exceeds 64 MiB plus 48
+// times the limit (63-79 MiB measured; the margin is for a loaded machine,
+// where the collector may lag). The build before the limit took each node
+// to 1.6-2.0 GiB here (DEADBOLT_MEM_BIN=that binary).
 func TestProcessBigValuesBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
@@ -156,7 +157,7 @@ func TestProcessBigValuesBoundedMemory(t *testing.T) {
 			}
 		}
 	}
-	const bound = 64<<20 + 32*limit
+	const bound = 64<<20 + 48*limit
 	for i, p := range procs {
 		peak := peakRSS(t, p.cmd.Process.Pid)
 		role := "follower"
@@ -165,7 +166,7 @@ func TestProcessBigValuesBoundedMemory(t *testing.T) {
 		}
 		t.Logf("%s (%s): peak RSS %.1f MiB (bound %.0f MiB)", p.id, role, float64(peak)/(1<<20), float64(bound)/(1<<20))
 		if peak > bound {
-			t.Errorf("%s (%s): peak RSS %d bytes, more than %d (64 MiB + 32 × the %d-byte limit)", p.id, role, peak, bound, limit)
+			t.Errorf("%s (%s): peak RSS %d bytes, more than %d (64 MiB + 48 × the %d-byte limit)", p.id, role, peak, bound, limit)
 		}
 	}
 }
