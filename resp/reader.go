@@ -67,6 +67,7 @@ type Reader struct {
 	// argument could be accepted.
 	SkipAbove int64
 	skip      int64 // bytes of a dropped argument still to come, CRLF included
+	expect    int64 // bytes from r the bulk being read needs in all (0: none pending)
 	dropped   int64 // the largest argument dropped from the current request
 	// Unauthenticated, when set, applies Redis's tighter limits for clients
 	// that have not yet passed AUTH.
@@ -80,6 +81,10 @@ const (
 	maxArena    = 4 << 10
 	readChunk   = 16 << 10
 	shrinkAbove = 256 << 10
+	// keepAbove: an argument this large is handed out in the buffer it
+	// arrived in, not copied (a value near a cluster's --max-entry-bytes
+	// would otherwise be held twice on the node a client sends it to).
+	keepAbove = 256 << 10
 )
 
 // NewReader returns a reader of src with Redis's default limits.
@@ -121,7 +126,13 @@ func (r *Reader) Space() []byte {
 			return r.buf[r.w:]
 		}
 	}
-	nb := make([]byte, max(2*len(r.buf), r.w-r.r+readChunk))
+	size := max(2*len(r.buf), r.w-r.r+readChunk)
+	if r.expect > 0 {
+		// Doubling, but not past the bulk being read: a lying header
+		// still costs no more than the bytes that arrived.
+		size = max(min(size, int(r.expect)+readChunk), r.w-r.r+readChunk)
+	}
+	nb := make([]byte, size)
 	r.w = copy(nb, r.buf[r.r:r.w])
 	r.r = 0
 	r.buf = nb
@@ -157,6 +168,7 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 // arguments and a nil error when the rest of the request has not arrived.
 // Empty requests are skipped. After an error the reader must not be used.
 func (r *Reader) Next() ([][]byte, error) {
+	r.expect = 0
 	for {
 		if !r.inMulti {
 			if r.r == r.w {
@@ -228,7 +240,9 @@ func (r *Reader) Next() ([][]byte, error) {
 				continue
 			}
 			if int64(r.w-r.r) < size+2 {
-				// The header is parsed again with the rest of the bulk.
+				// The header is parsed again with the rest of the bulk,
+				// which the buffer need not grow past (Space).
+				r.expect = int64(r.r-start) + size + 2
 				r.r = start
 				return nil, nil
 			}
@@ -237,11 +251,22 @@ func (r *Reader) Next() ([][]byte, error) {
 				return nil, &ProtocolError{"invalid bulk length"}
 			}
 			var arg []byte
-			if int(size) <= cap(r.arena)-len(r.arena) {
+			switch {
+			case int(size) <= cap(r.arena)-len(r.arena):
 				start := len(r.arena)
 				r.arena = append(r.arena, r.buf[r.r:end]...)
 				arg = r.arena[start:len(r.arena):len(r.arena)]
-			} else {
+			case size >= keepAbove:
+				// A big argument keeps the buffer it arrived in rather
+				// than being copied out of it; what follows it moves to
+				// a buffer of its own.
+				arg = r.buf[r.r:end:end]
+				rest := r.buf[end+2 : r.w]
+				nb := make([]byte, len(rest)+readChunk)
+				n := copy(nb, rest)
+				r.buf, r.w = nb, n
+				end = -2 // the next request starts at 0 of the new buffer
+			default:
 				arg = append([]byte(nil), r.buf[r.r:end]...)
 			}
 			r.args = append(r.args, arg)
