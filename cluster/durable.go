@@ -89,6 +89,7 @@ func (t *durableTransport) AppendEntries(id raft.ServerID, target raft.ServerAdd
 			return err
 		}
 	}
+	trimAppend(args, maxAppendBytes) // bigentry.go
 	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
 	if err == nil && t.contact != nil {
 		t.contact(id)
@@ -118,6 +119,7 @@ func (p *durablePipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *r
 			return nil, err
 		}
 	}
+	trimAppend(args, maxAppendBytes) // bigentry.go
 	return p.AppendPipeline.AppendEntries(args, resp)
 }
 
@@ -125,7 +127,7 @@ func (p *durablePipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *r
 // read of an entry synced first if this node holds it unsynced and no
 // longer leads (raftlog.Store.SyncHeld).
 type heldLogs struct {
-	*raft.LogCache
+	*logCache
 	s interface{ SyncHeld(index uint64) error } // *raftlog.Store
 	// failed is the store's error of the last append that failed
 	// (validLogs.failed).
@@ -138,7 +140,7 @@ type heldLogs struct {
 // raft appends from its one goroutine, so failed is this append's.
 func (l heldLogs) StoreLogs(logs []*raft.Log) error {
 	l.failed.Store(nil)
-	err := l.LogCache.StoreLogs(logs)
+	err := l.logCache.StoreLogs(logs)
 	if err != nil {
 		if p := l.failed.Load(); p != nil {
 			return *p
@@ -153,7 +155,7 @@ func (l heldLogs) GetLog(index uint64, log *raft.Log) error {
 	if err := l.s.SyncHeld(index); err != nil {
 		return err
 	}
-	return l.LogCache.GetLog(index, log)
+	return l.logCache.GetLog(index, log)
 }
 
 // waitDurable waits until the entries up to index are durable on this

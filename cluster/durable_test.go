@@ -183,10 +183,7 @@ func TestFSMWaitsForDurable(t *testing.T) {
 // A read of an entry through heldLogs waits for SyncHeld: raft's check of
 // an entry it already holds, before acknowledging it, waits for the sync.
 func TestHeldLogsSyncFirst(t *testing.T) {
-	cache, err := raft.NewLogCache(8, raft.NewInmemStore())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cache := newLogCache(raft.NewInmemStore(), 8, 1<<20)
 	if err := cache.StoreLogs([]*raft.Log{{Index: 1, Term: 1}, {Index: 2, Term: 1}}); err != nil {
 		t.Fatal(err)
 	}

@@ -186,11 +186,7 @@ func (c *fwdConn) roundTrip(ctx context.Context, args [][]byte) (resp.Reply, err
 	} else {
 		c.nc.SetDeadline(time.Time{})
 	}
-	req := make([]resp.Reply, len(args))
-	for i, a := range args {
-		req[i] = resp.BulkReply(a)
-	}
-	if _, err := c.nc.Write(resp.ArrayReply(req...).Append(nil)); err != nil {
+	if err := writeCommand(c.nc, args); err != nil { // forward_big.go
 		return resp.Reply{}, err
 	}
 	return readReply(c.rd)
@@ -215,11 +211,16 @@ func (f *forwarder) roundTrip(ctx context.Context, addr string, args [][]byte) (
 // forward sends cmd to the leader at addr. A connection error before the
 // request was written is retryable; after, the outcome is unknown.
 func (f *forwarder) forward(ctx context.Context, addr, mode string, cmd fsm.Command) (fsm.Result, error) {
+	return f.forwardEnv(ctx, addr, mode, AppendEntry(nil, Entry{Cmd: cmd}))
+}
+
+// forwardEnv is forward with the command's envelope already encoded (a
+// write tried again after TRYAGAIN is not encoded again).
+func (f *forwarder) forwardEnv(ctx context.Context, addr, mode string, env []byte) (fsm.Result, error) {
 	c, err := f.get(ctx, addr)
 	if err != nil {
 		return fsm.Result{}, ErrNoLeader // nothing was sent
 	}
-	env := AppendEntry(nil, Entry{Cmd: cmd})
 	r, err := c.roundTrip(ctx, [][]byte{[]byte(ForwardCommand), []byte(mode), env})
 	if err != nil {
 		c.nc.Close()

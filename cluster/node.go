@@ -72,6 +72,10 @@ type Config struct {
 	// (diskspace.go). 0: DefaultMinFreeDisk; negative: no threshold
 	// (writes are refused only once an append fails for want of space).
 	MinFreeDisk int64
+	// MaxEntryBytes bounds a write's log entry: a larger one is refused
+	// before it is proposed or forwarded (bigentry.go). 0:
+	// DefaultMaxEntryBytes; negative: no limit of this node's own.
+	MaxEntryBytes int64
 	// SegmentSize is the size of the log's segment files (raftlog;
 	// 0: its default). For tests on small file systems.
 	SegmentSize int64
@@ -112,6 +116,9 @@ func (c *Config) defaults() {
 	}
 	if c.DiskStall == 0 {
 		c.DiskStall = time.Second
+	}
+	if c.MaxEntryBytes == 0 {
+		c.MaxEntryBytes = DefaultMaxEntryBytes
 	}
 	if c.MinFreeDisk == 0 {
 		c.MinFreeDisk = DefaultMinFreeDisk
@@ -244,7 +251,7 @@ func NewNode(cfg Config) (*Node, error) {
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
-	rc.MaxAppendEntries = 256
+	rc.MaxAppendEntries = 32 // and at most maxAppendBytes (bigentry.go)
 	rc.BatchApplyCh = true
 	rc.ShutdownOnRemove = false
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft:" + cfg.ID, Output: cfg.RaftLog, Level: hclog.Info})
@@ -273,11 +280,7 @@ func NewNode(cfg Config) (*Node, error) {
 		n.closers = append(n.closers, closer)
 		stable = st
 		failed := new(atomic.Pointer[error])
-		cache, err := raft.NewLogCache(logCacheSize, validLogs{store, failed})
-		if err != nil {
-			n.closeStores()
-			return nil, err
-		}
+		cache := newLogCache(validLogs{store, failed}, logCacheSize, logCacheBytes)
 		logs = cache
 		if rl, ok := store.(*raftlog.Store); ok {
 			// The leader's appends are synced while it replicates them

@@ -43,9 +43,16 @@ func retryable(err error) bool {
 // Apply commits a command through the log and returns its result. On a
 // follower it forwards the command to the leader.
 func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	if err := n.checkEntrySize(EntrySize(Entry{Cmd: cmd})); err != nil {
+		return fsm.Result{}, err // before forwarding it (bigentry.go)
+	}
+	var env []byte // encoded once, for every try that forwards it
 	return n.route(ctx, func(ctx context.Context) (fsm.Result, error) { return n.ApplyLocal(ctx, cmd) },
 		func(ctx context.Context, addr string) (fsm.Result, error) {
-			res, err := n.member.forward(ctx, addr, modeApply, cmd)
+			if env == nil {
+				env = AppendEntry(nil, Entry{Cmd: cmd})
+			}
+			res, err := n.member.forwardEnv(ctx, addr, modeApply, env)
 			if err == nil {
 				res.Receivers += n.ownReceivers(cmd)
 			}
@@ -162,6 +169,9 @@ func (n *Node) ApplyLocal(ctx context.Context, cmd fsm.Command) (fsm.Result, err
 	if res, refused := n.refuseForMemory(cmd); refused {
 		return res, nil
 	}
+	if err := n.checkEntrySize(EntrySize(Entry{Time: ts, Cmd: cmd})); err != nil {
+		return fsm.Result{}, err
+	}
 	return n.prop.propose(ctx, AppendEntry(nil, Entry{Time: ts, Cmd: cmd}))
 }
 
@@ -190,6 +200,10 @@ func (n *Node) StartApply(cmd fsm.Command, done func(fsm.Result, error)) bool {
 	}
 	if res, refused := n.refuseForMemory(cmd); refused {
 		go done(res, nil)
+		return true
+	}
+	if err := n.checkEntrySize(EntrySize(Entry{Time: ts, Cmd: cmd})); err != nil {
+		go done(fsm.Result{}, err)
 		return true
 	}
 	env := AppendEntry(nil, Entry{Time: ts, Cmd: cmd})

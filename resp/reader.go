@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 )
@@ -20,6 +21,15 @@ const (
 type ProtocolError struct{ Msg string }
 
 func (e *ProtocolError) Error() string { return "Protocol error: " + e.Msg }
+
+// TooLargeError reports a request read whole whose argument of Size bytes
+// was dropped for being larger than Limit (Reader.SkipAbove). Unlike the
+// reader's other errors it leaves the reader usable.
+type TooLargeError struct{ Size, Limit int64 }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("resp: an argument of %d bytes is larger than %d", e.Size, e.Limit)
+}
 
 // ErrBufferLimit is returned when a single request is larger than the
 // query buffer limit.
@@ -48,6 +58,17 @@ type Reader struct {
 
 	MaxBulkLen int64 // largest bulk argument accepted
 	MaxRequest int64 // largest request (sum of arguments) accepted
+	// SkipAbove, if positive, is the largest bulk argument kept whole: a
+	// larger one (up to MaxBulkLen) is dropped as it arrives, never
+	// buffered, and once the rest of its request is read Next returns the
+	// request (nil in place of each dropped argument) with a
+	// *TooLargeError, after which the reader may be used on. A cluster
+	// node sets it from its --max-entry-bytes: no write with such an
+	// argument could be accepted.
+	SkipAbove int64
+	skip      int64 // bytes of a dropped argument still to come, CRLF included
+	expect    int64 // bytes from r the bulk being read needs in all (0: none pending)
+	dropped   int64 // the largest argument dropped from the current request
 	// Unauthenticated, when set, applies Redis's tighter limits for clients
 	// that have not yet passed AUTH.
 	Unauthenticated bool
@@ -60,6 +81,10 @@ const (
 	maxArena    = 4 << 10
 	readChunk   = 16 << 10
 	shrinkAbove = 256 << 10
+	// keepAbove: an argument this large is handed out in the buffer it
+	// arrived in, not copied (a value near a cluster's --max-entry-bytes
+	// would otherwise be held twice on the node a client sends it to).
+	keepAbove = 256 << 10
 )
 
 // NewReader returns a reader of src with Redis's default limits.
@@ -101,7 +126,13 @@ func (r *Reader) Space() []byte {
 			return r.buf[r.w:]
 		}
 	}
-	nb := make([]byte, max(2*len(r.buf), r.w-r.r+readChunk))
+	size := max(2*len(r.buf), r.w-r.r+readChunk)
+	if r.expect > 0 {
+		// Doubling, but not past the bulk being read: a lying header
+		// still costs no more than the bytes that arrived.
+		size = max(min(size, int(r.expect)+readChunk), r.w-r.r+readChunk)
+	}
+	nb := make([]byte, size)
 	r.w = copy(nb, r.buf[r.r:r.w])
 	r.r = 0
 	r.buf = nb
@@ -137,6 +168,7 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 // arguments and a nil error when the rest of the request has not arrived.
 // Empty requests are skipped. After an error the reader must not be used.
 func (r *Reader) Next() ([][]byte, error) {
+	r.expect = 0
 	for {
 		if !r.inMulti {
 			if r.r == r.w {
@@ -171,7 +203,16 @@ func (r *Reader) Next() ([][]byte, error) {
 			r.args = make([][]byte, 0, min(n, 1024))
 			r.arena = make([]byte, 0, min(r.w-r.r, maxArena))
 		}
-		for r.want > 0 {
+		for r.want > 0 || r.skip > 0 {
+			if r.skip > 0 {
+				n := min(r.skip, int64(r.w-r.r))
+				r.r += int(n)
+				r.skip -= n
+				if r.skip > 0 {
+					return nil, nil
+				}
+				continue
+			}
 			start := r.r
 			line, ok, err := r.line("too big bulk count string")
 			if !ok || err != nil {
@@ -191,8 +232,17 @@ func (r *Reader) Next() ([][]byte, error) {
 			if r.total+size > r.MaxRequest {
 				return nil, ErrBufferLimit
 			}
+			if r.SkipAbove > 0 && size > r.SkipAbove {
+				r.skip = size + 2
+				r.dropped = max(r.dropped, size)
+				r.args = append(r.args, nil)
+				r.want--
+				continue
+			}
 			if int64(r.w-r.r) < size+2 {
-				// The header is parsed again with the rest of the bulk.
+				// The header is parsed again with the rest of the bulk,
+				// which the buffer need not grow past (Space).
+				r.expect = int64(r.r-start) + size + 2
 				r.r = start
 				return nil, nil
 			}
@@ -201,11 +251,22 @@ func (r *Reader) Next() ([][]byte, error) {
 				return nil, &ProtocolError{"invalid bulk length"}
 			}
 			var arg []byte
-			if int(size) <= cap(r.arena)-len(r.arena) {
+			switch {
+			case int(size) <= cap(r.arena)-len(r.arena):
 				start := len(r.arena)
 				r.arena = append(r.arena, r.buf[r.r:end]...)
 				arg = r.arena[start:len(r.arena):len(r.arena)]
-			} else {
+			case size >= keepAbove:
+				// A big argument keeps the buffer it arrived in rather
+				// than being copied out of it; what follows it moves to
+				// a buffer of its own.
+				arg = r.buf[r.r:end:end]
+				rest := r.buf[end+2 : r.w]
+				nb := make([]byte, len(rest)+readChunk)
+				n := copy(nb, rest)
+				r.buf, r.w = nb, n
+				end = -2 // the next request starts at 0 of the new buffer
+			default:
 				arg = append([]byte(nil), r.buf[r.r:end]...)
 			}
 			r.args = append(r.args, arg)
@@ -215,6 +276,10 @@ func (r *Reader) Next() ([][]byte, error) {
 		}
 		args := r.args
 		r.inMulti, r.args, r.arena = false, nil, nil
+		if d := r.dropped; d > 0 {
+			r.dropped = 0
+			return args, &TooLargeError{Size: d, Limit: r.SkipAbove}
+		}
 		return args, nil
 	}
 }

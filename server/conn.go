@@ -87,6 +87,7 @@ func newConn(s *Server, nc net.Conn, id uint64, lp *eventLoop, fd int) *conn {
 	}
 	c.rd.MaxBulkLen = s.cfg.MaxBulkLen
 	c.rd.MaxRequest = s.cfg.MaxQueryBuffer
+	c.rd.SkipAbove = s.cfg.MaxArgBytes
 	c.rd.Unauthenticated = !c.authed
 	return c
 }
@@ -96,6 +97,12 @@ func (c *conn) serve() {
 	defer c.shutdown()
 	for {
 		args, err := c.rd.ReadCommand()
+		if c.tooLarge(args, err) {
+			if c.rd.Buffered() == 0 && c.flush() != nil {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			var pe *resp.ProtocolError
 			if errors.As(err, &pe) {

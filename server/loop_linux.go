@@ -419,6 +419,9 @@ func (l *eventLoop) readable(c *conn) {
 func (l *eventLoop) process(c *conn) {
 	for !c.lc.busy && !c.closing && !c.halted && !c.lc.throttled {
 		args, err := c.rd.Next()
+		if c.tooLarge(args, err) {
+			continue
+		}
 		if err != nil {
 			var pe *resp.ProtocolError
 			if errors.As(err, &pe) {

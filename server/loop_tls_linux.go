@@ -35,6 +35,7 @@ func (s *Server) tlsToLoop(c *conn) bool {
 	}
 	rd := resp.NewBufferReader()
 	rd.MaxBulkLen, rd.MaxRequest, rd.Unauthenticated = c.rd.MaxBulkLen, c.rd.MaxRequest, c.rd.Unauthenticated
+	rd.SkipAbove = c.rd.SkipAbove
 	c.lc.lp, c.lc.fd, c.lc.tls, c.lc.pipe = lp, fd, tc, pipe
 	c.nc, c.rd = nil, rd
 	c.mu.Unlock()

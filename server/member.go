@@ -32,6 +32,7 @@ func (s *Server) ServeMember(nc net.Conn) {
 	}
 	c := newConn(s, nc, s.nextID.Add(1), nil, -1)
 	c.member = true
+	c.rd.SkipAbove = 0 // a member's forwarded envelope is checked by the backend
 	c.setAuthed(true)
 	s.conns[c.id] = c
 	s.wg.Add(1)

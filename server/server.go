@@ -48,6 +48,11 @@ type Config struct {
 	MaxClients     int   // 10000
 	MaxBulkLen     int64 // proto-max-bulk-len, 512 MiB
 	MaxQueryBuffer int64 // client-query-buffer-limit, 1 GiB
+	// MaxArgBytes, if positive, bounds a client's bulk argument: a larger
+	// one is dropped as it arrives, never buffered whole, and its request
+	// refused (toolarge.go). A cluster node sets it a little above its
+	// --max-entry-bytes, since no write with such an argument fits an entry.
+	MaxArgBytes int64
 	// PubSubOutputLimit closes a subscriber whose unsent output grows past
 	// it (client-output-buffer-limit pubsub hard limit, 32 MiB).
 	PubSubOutputLimit int

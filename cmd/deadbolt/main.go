@@ -79,6 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		election    = fs.Duration("election-timeout", 500*time.Millisecond, "Raft: how long a candidate waits before a new election")
 		lease       = fs.Duration("leader-lease", 250*time.Millisecond, "Raft: how long a leader stays leader without hearing from a quorum")
 		diskStall   = fs.Duration("disk-stall-timeout", time.Second, "Raft: a leader whose own log sync has waited this long stops sending to its followers, so that they elect another (negative: never)")
+		maxEntry    = newSizeText(fs, "max-entry-bytes", "1mb", "Raft: refuse a write (any command, MULTI/EXEC and scripts whole) whose log entry would be larger than this `size` (bytes, or with k, kb, m, mb, g, gb), before proposing or forwarding it, so that big values cannot exhaust the members' memory; the same on every node (the leader's decides); 0: no limit (not recommended)")
 		minFreeDisk = newSizeText(fs, "min-free-disk", "64mb", "refuse writes (MISCONF) while the --data-dir file system has less free space than this `size` (bytes, or with k, kb, m, mb, g, gb as Redis reads memory sizes), so that the log's housekeeping still has room; 0: only once the disk is full")
 		masterName  = fs.String("master-name", "mymaster", "the master `name` Sentinel clients ask for (the Raft leader)")
 		sentinelAt  = fs.String("sentinel-addr", "", "also serve on this `host:port` (such as 127.0.0.1:26379), for clients that expect Sentinels on a port of their own")
@@ -202,6 +203,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if minFree == 0 {
 		minFree = -1 // no threshold
 	}
+	maxEntryBytes, err := parseSize(*maxEntry)
+	if err != nil {
+		return fmt.Errorf("--max-entry-bytes: %w", err)
+	}
+	if maxEntryBytes == 0 {
+		maxEntryBytes = -1 // no limit
+	}
 	node, err := deadbolt.Start(deadbolt.Config{
 		Clock:                 clock,
 		BeforeSync:            beforeSync,
@@ -224,6 +232,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		LeaderLease:           *lease,
 		DiskStall:             *diskStall,
 		MinFreeDisk:           minFree,
+		MaxEntryBytes:         maxEntryBytes,
 		MasterName:            *masterName,
 		SentinelAddr:          *sentinelAt,
 		TLSAddr:               *tlsAddr,

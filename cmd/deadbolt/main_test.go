@@ -28,6 +28,7 @@ func TestRunFlags(t *testing.T) {
 		{"--id", "n4", "--raft-addr", "127.0.0.1:0", "--join", "127.0.0.1:1"}, // no --data-dir
 		{"--protected-mode", "maybe"},
 		{"--min-free-disk", "lots"},
+		{"--max-entry-bytes", "huge"},
 	}
 	for _, args := range bad {
 		if err := run(context.Background(), args, &out, &errb); err == nil {
