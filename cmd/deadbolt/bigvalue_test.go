@@ -3,13 +3,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,43 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// buildPlainBinary builds deadbolt without -race, whose instrumentation
-// would multiply the memory measured. DEADBOLT_MEM_BIN names another
-// binary to measure instead (an older build, to compare).
-func buildPlainBinary(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("DEADBOLT_MEM_BIN"); bin != "" {
-		return bin
-	}
-	bin := filepath.Join(t.TempDir(), "deadbolt")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // peakRSS is a process's peak resident memory (VmHWM), in bytes.
-func peakRSS(t *testing.T, pid int) int64 {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				t.Fatalf("VmHWM %q: %v", rest, err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmHWM in /proc/%d/status", pid)
-	return 0
-}
+func peakRSS(t *testing.T, pid int) int64 { return procStatusKB(t, pid, "VmHWM") << 10 }
 
 // TestProcessBigValuesBoundedMemory runs three real deadbolt processes on
 // disk with the default --max-entry-bytes and writes values at the limit
@@ -65,7 +27,7 @@ func peakRSS(t *testing.T, pid int) int64 {
 // is stored; and no process's peak resident memory exceeds 64 MiB plus 48
 // times the limit (63-79 MiB measured; the margin is for a loaded machine,
 // where the collector may lag). The build before the limit took each node
-// to 1.6-2.0 GiB here (DEADBOLT_MEM_BIN=that binary).
+// to 1.6-2.0 GiB here (DEADBOLT_PLAIN_BIN=that binary).
 func TestProcessBigValuesBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")

@@ -18,7 +18,8 @@ import (
 )
 
 // buildPlainBinary builds deadbolt without the race detector, whose shadow
-// memory would swamp the resident size a test measures.
+// memory would swamp the resident size a test measures. DEADBOLT_PLAIN_BIN
+// names another binary to measure instead (an older build, to compare).
 func buildPlainBinary(t *testing.T) string {
 	t.Helper()
 	if bin := os.Getenv("DEADBOLT_PLAIN_BIN"); bin != "" {
