@@ -72,6 +72,10 @@ type Config struct {
 	// (diskspace.go). 0: DefaultMinFreeDisk; negative: no threshold
 	// (writes are refused only once an append fails for want of space).
 	MinFreeDisk int64
+	// PreserveDowngrade: write only what an older build reads (upgrade.go):
+	// snapshots at version 2 at most, and refuse commands needing log
+	// envelope version 3 or new replicated state (ACL users).
+	PreserveDowngrade bool
 	// SegmentSize is the size of the log's segment files (raftlog;
 	// 0: its default). For tests on small file systems.
 	SegmentSize int64
@@ -207,6 +211,7 @@ func NewNode(cfg Config) (*Node, error) {
 	n.users = n.state.UsersFunc()
 	n.fsm = newRaftFSM(n.state, cfg.Deliver)
 	n.fsm.metrics = &n.metrics
+	n.fsm.snapshotMax = snapshotMax(cfg.PreserveDowngrade)
 	n.fwd = newForwarder(cfg.CommandTimeout)
 	n.fwd.password = cfg.Password
 	n.member = newForwarder(cfg.CommandTimeout) // dials through the stream layer (demux)

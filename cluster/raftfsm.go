@@ -32,13 +32,15 @@ type raftFSM struct {
 	// is applied only once it is on this node's disk (durable.go).
 	durable durability
 	metrics *nodeMetrics // snapshots and batches (metrics.go); nil in some tests
+	// snapshotMax: the highest snapshot format written (upgrade.go).
+	snapshotMax int
 	// failed: the log store failed (diskfail.go); nothing more is
 	// applied, and no snapshot taken. Under mu.
 	failed bool
 }
 
 func newRaftFSM(f *fsm.FSM, deliver Deliverer) *raftFSM {
-	r := &raftFSM{fsm: f, deliver: deliver}
+	r := &raftFSM{fsm: f, deliver: deliver, snapshotMax: fsm.SnapshotVersion}
 	r.cond = sync.NewCond(&r.mu)
 	return r
 }
@@ -174,7 +176,7 @@ func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 		return nil, errors.New("cluster: the log store failed: no snapshot of a state that may lag raft's applied index")
 	}
 	var b bytes.Buffer
-	if err := r.fsm.Snapshot(&b); err != nil {
+	if err := r.fsm.SnapshotUpTo(&b, r.snapshotMax); err != nil {
 		return nil, err
 	}
 	return &fsmSnapshot{data: b.Bytes(), start: start, m: r.metrics}, nil

@@ -1,0 +1,68 @@
+package cluster
+
+import (
+	"strings"
+
+	"github.com/deadbolt/deadbolt/fsm"
+)
+
+// Rolling upgrades and downgrades (DESIGN.md, "Upgrades and downgrades").
+// Every build writes the oldest log envelope and snapshot format that
+// carries what it writes: a command is envelope version 1 unless a
+// restricted ACL user sent it (version 3), a batch version 2, a snapshot
+// version 1, 2 with replicated settings or functions, 3 with lock shapes.
+// An older build refuses what it does not know, by name (an envelope of
+// an unknown version is refused before it is stored; a snapshot of an
+// unknown version is not installed), never applying it as something else.
+//
+// That leaves what a newer build writes on its own: lock shapes, in any
+// snapshot taken while a lock is held, and ACL users, which an older build
+// would not apply (it answers __acl as an unknown command, so users would
+// differ between members). While a cluster mixes builds, and for as long
+// as a downgrade must stay possible, the newer nodes run with
+// Config.PreserveDowngrade (--preserve-downgrade): snapshots at version 2
+// (without lock shapes, which only DEADBOLT LOCKS and the lock counters
+// read), and the leader refuses what only envelope version 3 or new
+// replicated state could carry. A node's own files (the stable store's
+// layout) are turned back by Downgrade (downgrade.go) before an older
+// build starts on them.
+
+// preservedSnapshotVersion is the highest snapshot format written with
+// PreserveDowngrade: what builds before lock shapes read.
+const preservedSnapshotVersion = 2
+
+func snapshotMax(preserve bool) int {
+	if preserve {
+		return preservedSnapshotVersion
+	}
+	return fsm.SnapshotVersion
+}
+
+// refuseNewFormat refuses, with PreserveDowngrade, a command an older
+// build could not store or would not apply: one from a restricted ACL
+// user (envelope version 3) or one that changes ACL users.
+func (n *Node) refuseNewFormat(cmd fsm.Command) error {
+	if !n.cfg.PreserveDowngrade {
+		return nil
+	}
+	name := ""
+	if len(cmd.Args) > 0 {
+		name = strings.ToLower(string(cmd.Args[0]))
+	}
+	switch {
+	case cmd.User != "" || name == "__acl":
+		return preserveRefusal("ACL users")
+	case name == "__setconfig" && len(cmd.Args) > 1 && !preservedSettings[string(cmd.Args[1])]:
+		return preserveRefusal("the replicated setting " + string(cmd.Args[1]))
+	}
+	return nil
+}
+
+// preservedSettings are the replicated settings (CONFIG SET through the
+// log) that builds before lock shapes know; they refuse a snapshot with
+// any other.
+var preservedSettings = map[string]bool{"notify-keyspace-events": true}
+
+func preserveRefusal(what string) error {
+	return replyError{"ERR " + what + " refused: the cluster keeps its formats readable by an older build (--preserve-downgrade on the leader) until every member runs this build and the flag is dropped on every member"}
+}
