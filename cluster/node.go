@@ -212,6 +212,7 @@ func NewNode(cfg Config) (*Node, error) {
 	n.fsm = newRaftFSM(n.state, cfg.Deliver)
 	n.fsm.metrics = &n.metrics
 	n.fsm.snapshotMax = snapshotMax(cfg.PreserveDowngrade)
+	n.fsm.onNewer = n.formatRefused
 	n.fwd = newForwarder(cfg.CommandTimeout)
 	n.fwd.password = cfg.Password
 	n.member = newForwarder(cfg.CommandTimeout) // dials through the stream layer (demux)

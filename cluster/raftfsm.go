@@ -34,6 +34,9 @@ type raftFSM struct {
 	metrics *nodeMetrics // snapshots and batches (metrics.go); nil in some tests
 	// snapshotMax: the highest snapshot format written (upgrade.go).
 	snapshotMax int
+	// onNewer stops the node when it meets an entry of a newer envelope
+	// version (upgrade.go); nil in some tests, which then panic.
+	onNewer func(error)
 	// failed: the log store failed (diskfail.go); nothing more is
 	// applied, and no snapshot taken. Under mu.
 	failed bool
@@ -72,6 +75,9 @@ func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		return out // nil results: the callers hear "outcome unknown"
 	}
 	for i, l := range logs {
+		if r.failed { // an entry of a newer format (applyLocked)
+			break
+		}
 		out[i] = r.applyLocked(l)
 	}
 	return out
@@ -111,6 +117,10 @@ func (r *raftFSM) applyLocked(l *raft.Log) interface{} {
 		return r.applyOne(l.Index, e)
 	}
 	es, err := DecodeEntries(l.Data)
+	if err != nil && errors.Is(err, ErrNewerEnvelope) && r.onNewer != nil {
+		r.refuseNewer(l, err) // upgrade.go
+		return nil
+	}
 	if err != nil {
 		r.corrupt(l, err)
 	}

@@ -1,7 +1,11 @@
 package cluster
 
 import (
+	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/deadbolt/deadbolt/fsm"
 )
@@ -65,4 +69,44 @@ var preservedSettings = map[string]bool{"notify-keyspace-events": true}
 
 func preserveRefusal(what string) error {
 	return replyError{"ERR " + what + " refused: the cluster keeps its formats readable by an older build (--preserve-downgrade on the leader) until every member runs this build and the flag is dropped on every member"}
+}
+
+// ErrNewerEnvelope: a log entry's first byte is a version above the
+// newest this build knows, so a newer build wrote it.
+var ErrNewerEnvelope = errors.New("cluster: log entry in an envelope version this build does not know (written by a newer build)")
+
+// newestEnvelope is the newest envelope version this build knows.
+const newestEnvelope = userVersion
+
+// unknownVersion is the error for an entry whose version byte is no
+// envelope this build decodes.
+func unknownVersion(b []byte) error {
+	if len(b) > 0 && b[0] > newestEnvelope {
+		return fmt.Errorf("%w: version %d, this build knows 1 to %d", ErrNewerEnvelope, b[0], newestEnvelope)
+	}
+	return fmt.Errorf("%w: unknown version", ErrBadEnvelope)
+}
+
+// refuseNewer stops applying at an entry of a newer envelope version: it
+// is not damage (every member holds it), and this build cannot apply it.
+// The node stops, as for a failed disk (the binary exits with the error,
+// naming the entry and version); every start stops there again, until the
+// node runs a build that knows the version. Called under r.mu.
+func (r *raftFSM) refuseNewer(l *raft.Log, err error) {
+	r.failed = true
+	r.onNewer(fmt.Errorf("cluster: log entry %d: %w: start this node with that build", l.Index, err))
+}
+
+// formatRefused is raftFSM.onNewer: it stops the node on a goroutine of
+// its own (raft's apply goroutine cannot wait for raft to stop).
+func (n *Node) formatRefused(err error) {
+	go func() {
+		n.cfg.Logger.Error("the log holds an entry this build cannot apply: the node stops", "err", err)
+		if n.raftRef.Load() != nil {
+			n.Close()
+		}
+		if n.cfg.OnDiskFailure != nil {
+			n.cfg.OnDiskFailure(err)
+		}
+	}()
 }

@@ -280,6 +280,9 @@ var errShutdownCommand = errors.New("a client sent SHUTDOWN")
 type diskFailure struct{ err error }
 
 func (d *diskFailure) Error() string {
+	if errors.Is(d.err, cluster.ErrNewerEnvelope) {
+		return fmt.Sprintf("stopped: %v", d.err) // cluster/upgrade.go
+	}
 	return fmt.Sprintf("stopped: %v; restart the node: it reads its log again and catches up from the leader", d.err)
 }
 
