@@ -43,6 +43,9 @@ func Downgrade(dataDir string, snapshotMax int) (DowngradeReport, error) {
 	if _, err := os.Stat(logDir); err != nil {
 		return rep, fmt.Errorf("cluster: downgrade: %s is not a node's data directory: %w", dataDir, err)
 	}
+	if err := refuseInUse(dataDir); err != nil {
+		return rep, err
+	}
 	if ident, ok, err := readIdentity(dataDir); err != nil {
 		return rep, err
 	} else if ok && ident.format > dataFormat {

@@ -368,8 +368,12 @@ func TestProcessDowngradeTool(t *testing.T) {
 		}
 	}
 	c.Close()
-	stopGracefully(t, p)
 	data := filepath.Join(p.dir, "data")
+	// Not while the node runs.
+	if out, err := exec.Command(newBin, "downgrade", "--data-dir", data).CombinedOutput(); err == nil || !strings.Contains(string(out), "stop the node first") {
+		t.Fatalf("deadbolt downgrade on a running node's directory: %v\n%s", err, out)
+	}
+	stopGracefully(t, p)
 
 	// Without the tool the older build refuses the directory.
 	out, err := exec.Command(oldBin, "--id", p.id, "--addr", p.addr, "--raft-addr", p.raft, "--data-dir", data, "--peers", peers).CombinedOutput()
