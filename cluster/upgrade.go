@@ -49,15 +49,29 @@ func (n *Node) refuseNewFormat(cmd fsm.Command) error {
 	if !n.cfg.PreserveDowngrade {
 		return nil
 	}
-	name := ""
-	if len(cmd.Args) > 0 {
-		name = strings.ToLower(string(cmd.Args[0]))
-	}
-	switch {
-	case cmd.User != "" || name == "__acl":
+	if cmd.User != "" {
 		return preserveRefusal("ACL users")
-	case name == "__setconfig" && len(cmd.Args) > 1 && !preservedSettings[string(cmd.Args[1])]:
-		return preserveRefusal("the replicated setting " + string(cmd.Args[1]))
+	}
+	if err := refuseNewCommand(cmd.Args); err != nil {
+		return err
+	}
+	for _, args := range cmd.Tx { // queued in MULTI
+		if err := refuseNewCommand(args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func refuseNewCommand(args [][]byte) error {
+	if len(args) == 0 {
+		return nil
+	}
+	switch name := strings.ToLower(string(args[0])); {
+	case name == "__acl":
+		return preserveRefusal("ACL users")
+	case name == "__setconfig" && len(args) > 1 && !preservedSettings[string(args[1])]:
+		return preserveRefusal("the replicated setting " + string(args[1]))
 	}
 	return nil
 }
