@@ -84,6 +84,7 @@ type Config struct {
 	DiskStall         time.Duration // see cluster.Config.DiskStall
 	MinFreeDisk       int64         // see cluster.Config.MinFreeDisk
 	MaxEntryBytes     int64         // see cluster.Config.MaxEntryBytes
+	PreserveDowngrade bool          // see cluster.Config.PreserveDowngrade
 	RaftLog           io.Writer
 	BeforeSync        func() error // test hook: see cluster.Config.BeforeSync
 	// OnDiskFailure is called once when a write or fdatasync of the log
@@ -232,7 +233,7 @@ func Start(cfg Config) (*Node, error) {
 			ID: id, RaftAddr: cfg.RaftAddr, DataDir: cfg.DataDir, Peers: peers,
 			SnapshotThreshold: cfg.SnapshotThreshold, HeartbeatTimeout: cfg.HeartbeatTimeout,
 			ElectionTimeout: cfg.ElectionTimeout, LeaderLease: cfg.LeaderLease,
-			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, MinFreeDisk: cfg.MinFreeDisk, MaxEntryBytes: cfg.MaxEntryBytes, SegmentSize: cfg.segmentSize, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget, Users: users,
+			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, MinFreeDisk: cfg.MinFreeDisk, MaxEntryBytes: cfg.MaxEntryBytes, PreserveDowngrade: cfg.PreserveDowngrade, SegmentSize: cfg.segmentSize, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget, Users: users,
 			Logger: cfg.Logger, RaftLog: cfg.RaftLog, Deliver: hub, Password: cfg.RequirePass,
 			Network: cfg.network, BeforeSync: cfg.BeforeSync, OnDiskFailure: cfg.OnDiskFailure, PeerAuth: auth, JoinConn: joinConn,
 			Restore: restore,

@@ -185,6 +185,9 @@ func isNoSpace(err error) bool {
 // Redis (they are not write commands there), and so do the node's own
 // entries (its client address, for discovery): both are small.
 func (n *Node) refuseWrite(cmd fsm.Command) error {
+	if err := n.refuseNewFormat(cmd); err != nil { // upgrade.go
+		return err
+	}
 	if n.disk == nil || len(cmd.Args) == 0 || n.disk.status() == "ok" {
 		return nil
 	}

@@ -202,7 +202,7 @@ func DecodeEntries(b []byte) ([]Entry, error) {
 		return []Entry{e}, nil
 	}
 	if len(b) == 0 || b[0] != batchVersion {
-		return nil, fmt.Errorf("%w: unknown version", ErrBadEnvelope)
+		return nil, unknownVersion(b)
 	}
 	r := &envReader{b: b[1:]}
 	n := r.count()
@@ -234,7 +234,7 @@ func DecodeEntries(b []byte) ([]Entry, error) {
 // carries these). The returned arguments alias b.
 func DecodeEntry(b []byte) (Entry, error) {
 	if !isCommand(b) {
-		return Entry{}, fmt.Errorf("%w: unknown version", ErrBadEnvelope)
+		return Entry{}, unknownVersion(b)
 	}
 	r := &envReader{b: b[1:]}
 	var e Entry
@@ -296,7 +296,7 @@ func validEntries(b []byte) error {
 		return validEntry(b)
 	}
 	if len(b) == 0 || b[0] != batchVersion {
-		return fmt.Errorf("%w: unknown version", ErrBadEnvelope)
+		return unknownVersion(b)
 	}
 	r := envReader{b: b[1:]}
 	n := r.count()
@@ -321,7 +321,7 @@ func validEntries(b []byte) error {
 // validEntry is validEntries for one command's envelope (DecodeEntry).
 func validEntry(b []byte) error {
 	if !isCommand(b) {
-		return fmt.Errorf("%w: unknown version", ErrBadEnvelope)
+		return unknownVersion(b)
 	}
 	r := envReader{b: b[1:]}
 	_, n := binary.Varint(r.b)

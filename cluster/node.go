@@ -76,6 +76,10 @@ type Config struct {
 	// before it is proposed or forwarded (bigentry.go). 0:
 	// DefaultMaxEntryBytes; negative: no limit of this node's own.
 	MaxEntryBytes int64
+	// PreserveDowngrade: write only what an older build reads (upgrade.go):
+	// snapshots at version 2 at most, and refuse commands needing log
+	// envelope version 3 or new replicated state (ACL users).
+	PreserveDowngrade bool
 	// SegmentSize is the size of the log's segment files (raftlog;
 	// 0: its default). For tests on small file systems.
 	SegmentSize int64
@@ -218,6 +222,8 @@ func NewNode(cfg Config) (*Node, error) {
 	n.overMaxmemory = n.state.OverMaxmemoryFunc()
 	n.fsm = newRaftFSM(n.state, cfg.Deliver)
 	n.fsm.metrics = &n.metrics
+	n.fsm.snapshotMax = snapshotMax(cfg.PreserveDowngrade)
+	n.fsm.onNewer = n.formatRefused
 	n.fwd = newForwarder(cfg.CommandTimeout)
 	n.fwd.password = cfg.Password
 	n.member = newForwarder(cfg.CommandTimeout) // dials through the stream layer (demux)

@@ -32,13 +32,18 @@ type raftFSM struct {
 	// is applied only once it is on this node's disk (durable.go).
 	durable durability
 	metrics *nodeMetrics // snapshots and batches (metrics.go); nil in some tests
+	// snapshotMax: the highest snapshot format written (upgrade.go).
+	snapshotMax int
+	// onNewer stops the node when it meets an entry of a newer envelope
+	// version (upgrade.go); nil in some tests, which then panic.
+	onNewer func(error)
 	// failed: the log store failed (diskfail.go); nothing more is
 	// applied, and no snapshot taken. Under mu.
 	failed bool
 }
 
 func newRaftFSM(f *fsm.FSM, deliver Deliverer) *raftFSM {
-	r := &raftFSM{fsm: f, deliver: deliver}
+	r := &raftFSM{fsm: f, deliver: deliver, snapshotMax: fsm.SnapshotVersion}
 	r.cond = sync.NewCond(&r.mu)
 	return r
 }
@@ -70,6 +75,9 @@ func (r *raftFSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		return out // nil results: the callers hear "outcome unknown"
 	}
 	for i, l := range logs {
+		if r.failed { // an entry of a newer format (applyLocked)
+			break
+		}
 		out[i] = r.applyLocked(l)
 	}
 	return out
@@ -109,6 +117,10 @@ func (r *raftFSM) applyLocked(l *raft.Log) interface{} {
 		return r.applyOne(l.Index, e)
 	}
 	es, err := DecodeEntries(l.Data)
+	if err != nil && errors.Is(err, ErrNewerEnvelope) && r.onNewer != nil {
+		r.refuseNewer(l, err) // upgrade.go
+		return nil
+	}
 	if err != nil {
 		r.corrupt(l, err)
 	}
@@ -174,7 +186,7 @@ func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 		return nil, errors.New("cluster: the log store failed: no snapshot of a state that may lag raft's applied index")
 	}
 	var b bytes.Buffer
-	if err := r.fsm.Snapshot(&b); err != nil {
+	if err := r.fsm.SnapshotUpTo(&b, r.snapshotMax); err != nil {
 		return nil, err
 	}
 	return &fsmSnapshot{data: b.Bytes(), start: start, m: r.metrics}, nil

@@ -144,9 +144,14 @@ func (d *decoder) float() float64 {
 }
 
 // Snapshot writes the whole state to w.
-func (f *FSM) Snapshot(w io.Writer) error {
-	e := &encoder{w: bufio.NewWriterSize(w, 64<<10)}
-	e.w.WriteString(snapshotMagic)
+func (f *FSM) Snapshot(w io.Writer) error { return f.SnapshotUpTo(w, snapshotVersion) }
+
+// SnapshotUpTo writes the whole state to w in a format version no higher
+// than max, for a build that reads up to max (a downgrade). Version 2
+// leaves out the lock shapes (which only DEADBOLT LOCKS and the lock
+// counters read); a state with replicated settings or function libraries
+// cannot be written below version 2.
+func (f *FSM) SnapshotUpTo(w io.Writer, max int) error {
 	// The lowest version that carries the state, so that a node from
 	// before a format change can install it while it can.
 	version := byte(1)
@@ -156,6 +161,16 @@ func (f *FSM) Snapshot(w io.Writer) error {
 	if f.hasLockShapes() {
 		version = 3
 	}
+	switch {
+	case max < 1 || max > snapshotVersion:
+		return fmt.Errorf("%w: no format version %d (this build writes 1 to %d)", ErrSnapshotFormat, max, snapshotVersion)
+	case max < 2 && (len(f.settings) != 0 || len(f.libraries) != 0):
+		return fmt.Errorf("%w: replicated settings or function libraries need format version 2", ErrSnapshotFormat)
+	case int(version) > max:
+		version = byte(max)
+	}
+	e := &encoder{w: bufio.NewWriterSize(w, 64<<10)}
+	e.w.WriteString(snapshotMagic)
 	e.w.WriteByte(version)
 	e.varint(f.now)
 	e.uvarint(f.version)

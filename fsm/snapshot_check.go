@@ -9,6 +9,10 @@ import (
 // format version is newer than this build reads.
 var ErrSnapshotNewer = errors.New("fsm: snapshot written by a newer version")
 
+// SnapshotVersion is the newest snapshot format version this build writes
+// (and reads).
+const SnapshotVersion = snapshotVersion
+
 // SnapshotHeaderSize is how many bytes CheckSnapshotHeader looks at.
 const SnapshotHeaderSize = len(snapshotMagic) + 1
 

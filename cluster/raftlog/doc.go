@@ -88,7 +88,8 @@
 // hashicorp/raft panics when its stable store fails to save a new term, so
 // the stable file never needs new space: it has a fixed size, two slots of
 // 4 KiB made when the store is first opened (a file of an earlier build,
-// the whole state after a CRC, is rewritten so then), and each set
+// the whole state after a CRC, is rewritten so then; DowngradeStable
+// writes it back for such a build, downgrade.go), and each set
 // overwrites the older slot in place and fdatasyncs it, then the other
 // (two syncs per set: a term or a vote, and the synced mark once a
 // second). Opening takes the valid slot with the higher sequence number;

@@ -37,6 +37,7 @@ func (quietLogger) Printf(context.Context, string, ...interface{}) {}
 
 type config struct {
 	bin, out, target  string
+	oldBin            string
 	nodes, clients    int
 	readers           int
 	locks             int
@@ -95,9 +96,13 @@ func parse(args []string, stderr io.Writer) (config, string, error) {
 	fs.DurationVar(&c.limit, "limit", 0, "give up (exit 2, after a goroutine dump) if the whole run takes longer (0: duration + 2 × check-timeout + 5m)")
 	fs.BoolVar(&c.insecure, "insecure-cluster", false, "start the nodes with --insecure-cluster instead of a cluster secret (the hostile-peer nemesis then shows what a stranger can do)")
 	fs.BoolVar(&c.tlsCluster, "tls-cluster", false, "start the nodes with --tls-cluster (mutual TLS between members, certificates made for the run) instead of a cluster secret; joins go to the members' TLS client port")
+	fs.StringVar(&c.oldBin, "old-bin", "", "an older deadbolt `binary`: the upgrade nemesis swaps nodes between it and --bin (without it, no upgrade nemesis)")
 	list := fs.Bool("list", false, "list the nemeses and exit")
 	inner := fs.String("inner-lab", "", "internal: run inside the lab namespace with this prefix")
 	if err := fs.Parse(args); err != nil {
+		return c, "", err
+	}
+	if err := setupUpgrade(c.oldBin); err != nil {
 		return c, "", err
 	}
 	if *list {

@@ -166,6 +166,7 @@ func (d *db) start(n *node, join string) error {
 		args = append(args, "--peers", d.peers)
 	}
 	args = append(args, d.extra...)
+	args = binaryFor(n, args) // upgrade.go
 	cmd := exec.Command("ip", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	dieWithParent(cmd)

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// oldCommit is the older deadbolt the upgrade tests run beside this tree:
+// the last commit of main before ACL users (log envelope version 3), lock
+// shapes (snapshot version 3), the slotted stable store and the data
+// directory's identity file, so that its formats really differ from
+// today's. Keep it fixed: docs/OPERATIONS.md ("Upgrades") names it.
+const oldCommit = "d5c42b3db007183bd145bb7d11c37c41adad037b"
+
+// buildOld builds cmd/deadbolt at oldCommit (git archive into a temporary
+// directory, go build) and returns the binary, cached by commit under the
+// user cache directory so that reruns do not build it again. A clone that
+// lacks the commit (a shallow one) fails the test under CI=true and skips
+// it elsewhere.
+func buildOld(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("DEADBOLT_OLD_BIN"); bin != "" {
+		return bin
+	}
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		missingOld(t, "not in a git checkout: "+err.Error())
+	}
+	repo := strings.TrimSpace(string(top))
+	full, err := exec.Command("git", "-C", repo, "rev-parse", "--verify", "--quiet", oldCommit+"^{commit}").Output()
+	if err != nil {
+		missingOld(t, "commit "+oldCommit+" is not in this clone (a shallow clone? fetch the full history: git fetch --unshallow)")
+	}
+	commit := strings.TrimSpace(string(full))
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	bin := filepath.Join(cache, "deadbolt-upgrade-test", commit, "deadbolt")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	src := t.TempDir()
+	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", repo, commit, src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("git archive %s: %v\n%s", commit, err, out)
+	}
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := bin + ".tmp"
+	build := exec.Command("go", "build", "-o", tmp, "./cmd/deadbolt")
+	build.Dir = src
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=readonly")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build deadbolt at %s: %v\n%s", commit, err, out)
+	}
+	if err := os.Rename(tmp, bin); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+func missingOld(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("upgrade test: %s", why)
+	}
+	t.Skipf("upgrade test: %s", why)
+}
