@@ -77,8 +77,9 @@ func TestFollowerReadServedLocally(t *testing.T) {
 // for them: its own log sync is blocked, so it holds the old value while
 // the leader and the other follower commit the new one. A read on it must
 // not return the old value (waiting for the read point's index, it times
-// out or, once unblocked, sees the new one). Served without waiting for
-// the applied index, the read returns "old": this test fails that way.
+// out or, once unblocked, sees the new one), by Read or by StartRead.
+// Served without waiting for the applied index, the read returns "old":
+// this test fails that way.
 func TestFollowerReadWaitsForAppliedIndex(t *testing.T) {
 	const n = 3
 	var block [n]atomic.Bool
@@ -120,6 +121,17 @@ func TestFollowerReadWaitsForAppliedIndex(t *testing.T) {
 	if _, ok := f.leaderRaftAddr(); !ok {
 		t.Fatal("the blocked follower forgot its leader: the test needs it to ask")
 	}
+	// The event loop's way in, too: its answer may come only once the
+	// follower has caught up, below.
+	async := make(chan fsm.Result, 1)
+	if !f.StartRead(cmd("GET", "k"), func(res fsm.Result, err error) {
+		if err != nil {
+			res.Reply = resp.Err(err.Error())
+		}
+		async <- res
+	}) {
+		t.Fatal("StartRead refused on a follower that knows its leader")
+	}
 	rctx, rcancel := context.WithTimeout(ctx, time.Second)
 	defer rcancel()
 	got, err := f.followerRead(rctx, "", cmd("GET", "k"))
@@ -132,6 +144,9 @@ func TestFollowerReadWaitsForAppliedIndex(t *testing.T) {
 	close(gate)
 	if got, err := f.Read(ctx, cmd("GET", "k")); err != nil || string(got.Reply.Str) != "new" {
 		t.Fatalf("after the follower caught up: %v %s", err, got.Reply.String())
+	}
+	if got := <-async; string(got.Reply.Str) != "new" {
+		t.Fatalf("StartRead on the lagging follower: %s", got.Reply.String())
 	}
 }
 
