@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -32,7 +33,7 @@ func reportSerial(ctx context.Context, w io.Writer, targets []target) error {
 	var rows []serialRow
 	for _, t := range targets {
 		switch t.name {
-		case nameDeadbolt:
+		case nameDeadbolt, nameLease:
 			r, err := serialLatency(ctx, t.addr)
 			if err != nil {
 				return fmt.Errorf("%s leader: %w", t.name, err)
@@ -70,7 +71,7 @@ func reportSerial(ctx context.Context, w io.Writer, targets []target) error {
 		return err
 	}
 	for _, r := range rows {
-		if r.name == nameDeadbolt+" leader" || r.name == nameDeadbolt+" follower" {
+		if strings.HasSuffix(r.name, " leader") || strings.HasSuffix(r.name, " follower") {
 			fmt.Fprintf(w, "target: %s GET ≤ 0.3 × SET: %s\n", r.name, met(float64(r.get) <= 0.3*float64(r.set), ratio(float64(r.get), float64(r.set))+"×"))
 		}
 	}
@@ -124,13 +125,23 @@ func followerAddr(ctx context.Context, addr string) (string, error) {
 }
 
 func roleReplica(ctx context.Context, rc *redis.Client) (string, error) {
-	v, err := rc.Do(ctx, "ROLE").Slice()
+	all, err := roleReplicas(ctx, rc)
 	if err != nil {
 		return "", err
 	}
-	if len(v) < 3 {
-		return "", fmt.Errorf("ROLE: %v", v)
+	return all[0], nil
+}
+
+// roleReplicas returns every replica ROLE names.
+func roleReplicas(ctx context.Context, rc *redis.Client) ([]string, error) {
+	v, err := rc.Do(ctx, "ROLE").Slice()
+	if err != nil {
+		return nil, err
 	}
+	if len(v) < 3 {
+		return nil, fmt.Errorf("ROLE: %v", v)
+	}
+	var out []string
 	reps, _ := v[2].([]any)
 	for _, r := range reps {
 		f, _ := r.([]any)
@@ -140,10 +151,13 @@ func roleReplica(ctx context.Context, rc *redis.Client) (string, error) {
 		host, _ := f[0].(string)
 		port, _ := f[1].(string)
 		if _, err := strconv.Atoi(port); err == nil && host != "" {
-			return net.JoinHostPort(host, port), nil
+			out = append(out, net.JoinHostPort(host, port))
 		}
 	}
-	return "", fmt.Errorf("ROLE names no replica: %v", v)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("ROLE names no replica: %v", v)
+	}
+	return out, nil
 }
 
 // mixClients and mixDuration shape the read-mostly table: that many
@@ -155,7 +169,9 @@ const (
 
 // reportMix measures a read-mostly load (90 % GET, 10 % SET over 1,000
 // keys, 64 clients) on the deadbolt cluster's leader and on redis-server
-// with appendfsync always.
+// with appendfsync always; and, for the clusters, with the clients spread
+// over the three nodes (a follower serves reads itself and forwards the
+// writes).
 func reportMix(ctx context.Context, w io.Writer, targets []target) error {
 	type row struct {
 		name string
@@ -163,7 +179,7 @@ func reportMix(ctx context.Context, w io.Writer, targets []target) error {
 	}
 	var rows []row
 	for _, t := range targets {
-		if t.name != nameDeadbolt && t.name != nameRedisAOF {
+		if t.name != nameDeadbolt && t.name != nameRedisAOF && t.name != nameLease {
 			continue
 		}
 		addr := t.addr
@@ -172,11 +188,28 @@ func reportMix(ctx context.Context, w io.Writer, targets []target) error {
 				addr = a
 			}
 		}
-		ops, err := mixLoad(ctx, addr)
+		ops, err := mixLoad(ctx, []string{addr})
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
-		rows = append(rows, row{t.name, ops})
+		name := t.name
+		if t.leader != nil {
+			name += " leader"
+		}
+		rows = append(rows, row{name, ops})
+		if t.leader == nil {
+			continue
+		}
+		rc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
+		reps, err := roleReplicas(ctx, rc)
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		if ops, err = mixLoad(ctx, append([]string{addr}, reps...)); err != nil {
+			return fmt.Errorf("%s spread: %w", t.name, err)
+		}
+		rows = append(rows, row{t.name + " all nodes", ops})
 	}
 	if len(rows) == 0 {
 		return nil
@@ -190,11 +223,16 @@ func reportMix(ctx context.Context, w io.Writer, targets []target) error {
 	return tw.Flush()
 }
 
-func mixLoad(ctx context.Context, addr string) (float64, error) {
-	rc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: mixClients, MinIdleConns: mixClients, MaxRetries: -1})
-	defer rc.Close()
+// mixLoad runs the read-mostly load, client c on addrs[c % len(addrs)].
+func mixLoad(ctx context.Context, addrs []string) (float64, error) {
+	rcs := make([]*redis.Client, len(addrs))
+	for i, addr := range addrs {
+		per := (mixClients + len(addrs) - 1 - i) / len(addrs)
+		rcs[i] = redis.NewClient(&redis.Options{Addr: addr, PoolSize: per, MinIdleConns: per, MaxRetries: -1})
+		defer rcs[i].Close()
+	}
 	for i := range 1000 {
-		if err := rc.Set(ctx, "bench:mix:"+strconv.Itoa(i), i, 0).Err(); err != nil {
+		if err := rcs[0].Set(ctx, "bench:mix:"+strconv.Itoa(i), i, 0).Err(); err != nil {
 			return 0, err
 		}
 	}
@@ -202,6 +240,7 @@ func mixLoad(ctx context.Context, addr string) (float64, error) {
 	counts := make(chan int, mixClients)
 	errs := make(chan error, mixClients)
 	for c := range mixClients {
+		rc := rcs[c%len(rcs)]
 		go func() {
 			n, x := 0, uint32(c*7919+1)
 			for time.Now().Before(deadline) {

@@ -248,7 +248,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger.Info("deadbolt ready", "addr", node.Addr(), "sentinel", node.SentinelAddr(), "version", version, "go", runtime.Version(),
 		"raft", *raftAddr != "" || *dataDir != "", "id", *id, "raft_addr", *raftAddr, "data_dir", *dataDir, "peers", *peers, "join", *join,
-		"members_authenticated", secret != nil || *tlsCluster, "members_tls", *tlsCluster)
+		"members_authenticated", secret != nil || *tlsCluster, "members_tls", *tlsCluster, "read_mode", *readMode)
 	if node.HTTPAddr() != "" {
 		logger.Info("serving HTTP: the status page at /, /metrics, /healthz, /readyz, /api/status, /api/locks", "http_addr", node.HTTPAddr())
 	}
