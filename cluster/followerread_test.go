@@ -34,6 +34,9 @@ func TestFollowerReadServedLocally(t *testing.T) {
 	f.fread.mu.Lock()
 	r0 := f.fread.requests
 	f.fread.mu.Unlock()
+	l.confirm.mu.Lock()
+	rounds0 := l.confirm.round
+	l.confirm.mu.Unlock()
 	const reads = 200
 	errs := make(chan error, reads)
 	for i := range reads {
@@ -69,6 +72,14 @@ func TestFollowerReadServedLocally(t *testing.T) {
 	f.fread.mu.Unlock()
 	if requests == 0 || requests >= reads {
 		t.Fatalf("%d reads took %d read-point requests", reads, requests)
+	}
+	// Of three voters, the leader and the asking follower are a quorum:
+	// the follower's request vouches for the leader, and no round runs.
+	l.confirm.mu.Lock()
+	rounds := l.confirm.round - rounds0
+	l.confirm.mu.Unlock()
+	if rounds != 0 {
+		t.Fatalf("the follower's reads took %d confirmation rounds on the leader of three", rounds)
 	}
 	t.Logf("%d concurrent follower reads, %d requests", reads, requests)
 }
@@ -262,5 +273,54 @@ func TestFollowerReadJudgesExpiryAtLeaderTime(t *testing.T) {
 	}
 	if got.Reply.Type != resp.Nil {
 		t.Fatalf("the follower showed an expired lock as held: %s", got.Reply.String())
+	}
+}
+
+// A follower's request vouches for its leader only in the leader's own
+// term: a leader cut off from both followers (long timeouts keep it
+// leading) answers a request that vouches in its term without a round, and
+// one that vouches in another term only after a round, which fails. With
+// the term unchecked, the second is answered too: this test fails that way.
+func TestFollowerReadVouchesOnlyInTerm(t *testing.T) {
+	c := startTestClusterWith(t, 3, func(i int, cfg *Config) {
+		if i == 1 {
+			cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLease = 30*time.Second, 30*time.Second, 30*time.Second
+		}
+	})
+	old := c.leader(-1)
+	for try := 0; old != 1; try++ {
+		err := c.nodes[old].raft.LeadershipTransferToServer("n2", c.nodes[1].transport.LocalAddr()).Error()
+		if err == nil {
+			old = c.waitLeader(1)
+			break
+		}
+		if try == 4 {
+			t.Fatal(err)
+		}
+		old = c.leader(-1)
+	}
+	l := c.nodes[1]
+	c.nw.Isolate("n2", c.ids...)
+	t.Cleanup(c.nw.Heal)
+	term := l.raft.CurrentTerm()
+	ask := func(vterm uint64) error {
+		ch := make(chan error, 1)
+		if !l.leaderReadPoint("n1", vterm, func(_ readPoint, err error) { ch <- err }) {
+			return ErrNotLeader
+		}
+		select {
+		case err := <-ch:
+			return err
+		case <-time.After(10 * time.Second):
+			return context.DeadlineExceeded
+		}
+	}
+	if err := ask(term); err != nil {
+		t.Fatalf("vouched in the leader's term: %v", err)
+	}
+	for _, vt := range []uint64{term - 1, term + 1} {
+		if err := ask(vt); err == nil {
+			t.Fatalf("a request vouching in term %d (the leader's is %d) was answered without a quorum", vt, term)
+		}
 	}
 }

@@ -324,7 +324,7 @@ func (n *Node) StartRead(cmd fsm.Command, done func(fsm.Result, error)) bool {
 	if n.removed() {
 		return false
 	}
-	if n.leaderReadPoint(func(rp readPoint, err error) { n.serveAtPoint(rp, err, cmd, done) }) {
+	if n.leaderReadPoint("", 0, func(rp readPoint, err error) { n.serveAtPoint(rp, err, cmd, done) }) {
 		return true
 	}
 	if n.raft.State() == raft.Leader {
