@@ -206,13 +206,12 @@ func reportMix(ctx context.Context, w io.Writer, targets []target) error {
 		if t.leader == nil {
 			continue
 		}
-		rc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
-		reps, err := roleReplicas(ctx, rc)
-		rc.Close()
+		reps, err := replicasOf(ctx, t)
 		if err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
+			fmt.Fprintf(w, "%s all nodes: %v; row left out\n", t.name, err)
+			continue
 		}
-		if ops, err = mixLoad(ctx, append([]string{addr}, reps...)); err != nil {
+		if ops, err = mixLoad(ctx, reps); err != nil {
 			return fmt.Errorf("%s spread: %w", t.name, err)
 		}
 		rows = append(rows, row{t.name + " all nodes", ops})
@@ -229,6 +228,39 @@ func reportMix(ctx context.Context, w io.Writer, targets []target) error {
 	return tw.Flush()
 }
 
+// replicasOf returns the followers' client addresses of t's current
+// leader, waiting a while for both (a follower publishes its address
+// through the log; an election may move the leader meanwhile).
+func replicasOf(ctx context.Context, t target) ([]string, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		addr, err := t.leader(ctx)
+		var reps []string
+		if err == nil {
+			rc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
+			reps, err = roleReplicas(ctx, rc)
+			rc.Close()
+		}
+		if err == nil && len(reps) == 2 {
+			return append([]string{addr}, reps...), nil
+		}
+		if err == nil {
+			err = fmt.Errorf("ROLE names %d replicas", len(reps))
+		}
+		if time.Now().After(deadline) {
+			return nil, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// mixFailed reports whether err is an election's (the operation left
+// out of the count) rather than a broken load.
+func mixFailed(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "ERR outcome unknown") || strings.HasPrefix(msg, "TRYAGAIN") || strings.HasPrefix(msg, "CLUSTERDOWN")
+}
+
 // mixLoad runs the read-mostly load, client c on addrs[c % len(addrs)].
 func mixLoad(ctx context.Context, addrs []string) (float64, error) {
 	rcs := make([]*redis.Client, len(addrs))
@@ -238,7 +270,7 @@ func mixLoad(ctx context.Context, addrs []string) (float64, error) {
 		defer rcs[i].Close()
 	}
 	for i := range 1000 {
-		if err := rcs[0].Set(ctx, "bench:mix:"+strconv.Itoa(i), i, 0).Err(); err != nil {
+		if err := rcs[0].Set(ctx, "bench:mix:"+strconv.Itoa(i), i, 0).Err(); err != nil && !mixFailed(err) {
 			return 0, err
 		}
 	}
@@ -260,7 +292,10 @@ func mixLoad(ctx context.Context, addrs []string) (float64, error) {
 				} else {
 					err = rc.Get(ctx, key).Err()
 				}
-				if err != nil && !strings.HasPrefix(err.Error(), "ERR outcome unknown") && !strings.HasPrefix(err.Error(), "TRYAGAIN") && !strings.HasPrefix(err.Error(), "CLUSTERDOWN") {
+				if err == redis.Nil {
+					err = nil // a key whose first SET failed in an election
+				}
+				if err != nil && !mixFailed(err) {
 					errs <- err
 					return
 				}
