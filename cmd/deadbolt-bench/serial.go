@@ -34,13 +34,19 @@ func reportSerial(ctx context.Context, w io.Writer, targets []target) error {
 	for _, t := range targets {
 		switch t.name {
 		case nameDeadbolt, nameLease:
-			r, err := serialLatency(ctx, t.addr)
+			addr := t.addr
+			if t.leader != nil {
+				if a, err := t.leader(ctx); err == nil {
+					addr = a // an election during the lock cells moved it
+				}
+			}
+			r, err := serialLatency(ctx, addr)
 			if err != nil {
 				return fmt.Errorf("%s leader: %w", t.name, err)
 			}
 			r.name = t.name + " leader"
 			rows = append(rows, r)
-			f, err := followerAddr(ctx, t.addr)
+			f, err := followerAddr(ctx, addr)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
