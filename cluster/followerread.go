@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -204,7 +205,16 @@ type readIndexClient struct {
 	addr     raft.ServerAddress
 	answered bool // an answer came on c
 	seq      uint64
+	// old: leaders that closed a new connection unanswered (an older
+	// build), and when; reads are forwarded to them for oldLeaderFor
+	// without dialing again (each dial costs the old node a raft error).
+	old map[raft.ServerAddress]time.Time
 }
+
+// oldLeaderFor is how long a leader that does not answer read-index
+// requests gets forwarded reads before it is asked again (it may have
+// been upgraded).
+const oldLeaderFor = 30 * time.Second
 
 func newReadIndexClient(n *Node, dial func(raft.ServerAddress, time.Duration) (net.Conn, error)) *readIndexClient {
 	return &readIndexClient{n: n, dial: dial}
@@ -259,6 +269,9 @@ func (r *readIndexClient) ask(addr raft.ServerAddress, term uint64) (readPoint, 
 	r.cmu.Lock()
 	defer r.cmu.Unlock()
 	timeout := 3 * r.n.cfg.HeartbeatTimeout
+	if t, ok := r.old[addr]; ok && time.Since(t) < oldLeaderFor {
+		return readPoint{}, errNoFollowerReads
+	}
 	if r.c != nil && r.addr != addr {
 		r.drop()
 	}
@@ -287,14 +300,22 @@ func (r *readIndexClient) ask(addr raft.ServerAddress, term uint64) (readPoint, 
 		_, err = io.ReadFull(r.rd, ans[:])
 	}
 	if err != nil {
-		fresh := !r.answered && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF))
+		// Closed unanswered (not timed out): with the request unread, the
+		// close may come as a reset.
+		fresh := !r.answered && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+			errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))
 		r.drop()
 		if fresh {
+			if r.old == nil {
+				r.old = map[raft.ServerAddress]time.Time{}
+			}
+			r.old[addr] = time.Now()
 			return readPoint{}, errNoFollowerReads
 		}
 		return readPoint{}, ErrNoLeader
 	}
 	r.answered = true
+	delete(r.old, addr)
 	if binary.BigEndian.Uint64(ans[:8]) != r.seq {
 		r.drop()
 		return readPoint{}, ErrNoLeader

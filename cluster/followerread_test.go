@@ -3,9 +3,13 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/deadbolt/deadbolt/fsm"
 	"github.com/deadbolt/deadbolt/resp"
@@ -322,5 +326,45 @@ func TestFollowerReadVouchesOnlyInTerm(t *testing.T) {
 		if err := ask(vt); err == nil {
 			t.Fatalf("a request vouching in term %d (the leader's is %d) was answered without a quorum", vt, term)
 		}
+	}
+}
+
+// A leader of an older build takes a read-index connection's first byte
+// for a raft RPC type it does not know and closes the connection without
+// an answer: the follower then forwards its reads (errNoFollowerReads),
+// and does not dial that leader again for a while. The old leader is a
+// listener that reads the first byte and closes, as raft's transport does.
+func TestFollowerReadOldLeaderForwards(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			var b [1]byte
+			io.ReadFull(c, b[:])
+			c.Close()
+		}
+	}()
+	n := &Node{cfg: Config{ID: "n2", HeartbeatTimeout: time.Second}}
+	r := newReadIndexClient(n, func(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+		return net.DialTimeout("tcp", string(addr), timeout)
+	})
+	defer r.close()
+	addr := raft.ServerAddress(ln.Addr().String())
+	for i := range 3 {
+		if _, err := r.ask(addr, 1); err != errNoFollowerReads {
+			t.Fatalf("ask %d: %v, want errNoFollowerReads", i, err)
+		}
+	}
+	if got := accepted.Load(); got != 1 {
+		t.Fatalf("the old leader was dialed %d times, want once", got)
 	}
 }
