@@ -80,6 +80,7 @@ type Config struct {
 	HeartbeatTimeout  time.Duration
 	ElectionTimeout   time.Duration
 	LeaderLease       time.Duration
+	ReadMode          string // see cluster.Config.ReadMode
 	CommandTimeout    time.Duration
 	DiskStall         time.Duration // see cluster.Config.DiskStall
 	MinFreeDisk       int64         // see cluster.Config.MinFreeDisk
@@ -236,7 +237,7 @@ func Start(cfg Config) (*Node, error) {
 			CommandTimeout: cfg.CommandTimeout, DiskStall: cfg.DiskStall, MinFreeDisk: cfg.MinFreeDisk, MaxEntryBytes: cfg.MaxEntryBytes, PreserveDowngrade: cfg.PreserveDowngrade, SegmentSize: cfg.segmentSize, Clock: cfg.Clock, ScriptBudget: cfg.ScriptBudget, Users: users,
 			Logger: cfg.Logger, RaftLog: cfg.RaftLog, Deliver: hub, Password: cfg.RequirePass,
 			Network: cfg.network, BeforeSync: cfg.BeforeSync, OnDiskFailure: cfg.OnDiskFailure, PeerAuth: auth, JoinConn: joinConn,
-			Restore: restore,
+			Restore: restore, ReadMode: cfg.ReadMode,
 		})
 		if err != nil {
 			return nil, err

@@ -22,8 +22,9 @@ import (
 // for the commands between members (member.go); raft's own RPC types are
 // small integers (0 to 4 in raft 1.7).
 const (
-	confirmMagic = 0xdb
-	memberMagic  = 0xdc
+	confirmMagic   = 0xdb
+	memberMagic    = 0xdc
+	readIndexMagic = 0xdd // a follower's read-index requests (followerread.go)
 )
 
 // confirmMaxID bounds a leader id in a confirmation request.
@@ -37,12 +38,13 @@ var errDemuxClosed = errors.New("cluster: transport closed")
 // others itself (read-index rounds, members' commands).
 type demuxStream struct {
 	raft.StreamLayer
-	auth   transport.PeerAuth // nil: peers are not authenticated (--insecure-cluster)
-	serve  func(net.Conn)     // confirmation rounds
-	member func(net.Conn)     // members' commands
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
+	auth    transport.PeerAuth // nil: peers are not authenticated (--insecure-cluster)
+	serve   func(net.Conn)     // confirmation rounds
+	member  func(net.Conn)     // members' commands
+	readIdx func(net.Conn)     // followers' read-index requests; nil: refused
+	conns   chan net.Conn
+	closed  chan struct{}
+	once    sync.Once
 }
 
 func newDemuxStream(inner raft.StreamLayer, auth transport.PeerAuth, serve, member func(net.Conn)) *demuxStream {
@@ -99,6 +101,13 @@ func (d *demuxStream) classify(c net.Conn) {
 		return
 	case memberMagic:
 		d.member(c)
+		return
+	case readIndexMagic:
+		if d.readIdx != nil {
+			d.readIdx(c)
+		} else {
+			c.Close()
+		}
 		return
 	}
 	select {
@@ -170,6 +179,13 @@ func (p *prefixConn) Read(b []byte) (int, error) {
 func (n *Node) demux(inner raft.StreamLayer) raft.StreamLayer {
 	d := newDemuxStream(inner, n.cfg.PeerAuth, n.serveConfirm, n.serveMember)
 	n.confirm = newConfirmer(n, d.Dial)
+	if n.cfg.ReadMode == ReadModeLease {
+		n.confirm.lease = newLeaseState(n)
+	}
+	n.fread = newReadIndexClient(n, func(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+		return d.Dial(addr, timeout)
+	})
+	d.readIdx = n.serveReadIndex
 	n.member.dial = func(ctx context.Context, addr string) (net.Conn, error) {
 		timeout := n.cfg.CommandTimeout
 		if dl, ok := ctx.Deadline(); ok {

@@ -59,6 +59,10 @@ type durableTransport struct {
 	// contact, if set, is told of each AppendEntries a follower answered
 	// (heartbeats included), for the metrics' last contact (metrics.go).
 	contact func(raft.ServerID)
+	// ack, if set, is told of each AppendEntries answered, with the time
+	// it was sent; transfer, of each TimeoutNow about to be sent (lease.go).
+	ack      func(raft.ServerID, *raft.AppendEntriesRequest, *raft.AppendEntriesResponse, time.Time)
+	transfer func()
 	// catchUp, if set, keeps a node whose log lost synced entries out of
 	// elections until it has caught up; filtered is the RPC channel raft
 	// reads then (catchup.go).
@@ -90,9 +94,13 @@ func (t *durableTransport) AppendEntries(id raft.ServerID, target raft.ServerAdd
 		}
 	}
 	trimAppend(args, maxAppendBytes) // bigentry.go
+	sent := time.Now()
 	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
 	if err == nil && t.contact != nil {
 		t.contact(id)
+	}
+	if err == nil && t.ack != nil {
+		t.ack(id, args, resp, sent)
 	}
 	return err
 }

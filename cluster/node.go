@@ -90,6 +90,9 @@ type Config struct {
 	// when a write or fdatasync of its log failed (diskfail.go). The
 	// deadbolt binary exits.
 	OnDiskFailure func(error)
+	// ReadMode is how a leader confirms a read: ReadModeIndex ("" too),
+	// a round to the voters per batch of reads, or ReadModeLease (lease.go).
+	ReadMode string
 	// Restore, if set, is a backup (Node.Backup) the new node starts
 	// from, with Peers as the configuration (backup.go). A node whose
 	// data directory holds state refuses it.
@@ -160,7 +163,8 @@ type Node struct {
 	fwd     *forwarder // to a member's client port: RAFT JOIN (--join)
 	member  *forwarder // to a member's Raft address: the members' commands (member.go)
 	prop    *proposer
-	confirm *confirmer // read-index rounds (readindex.go)
+	confirm *confirmer       // read-index rounds (readindex.go)
+	fread   *readIndexClient // a follower's read points (followerread.go)
 
 	tmu      sync.Mutex
 	lead     leaderTime
@@ -211,6 +215,9 @@ func NewNode(cfg Config) (*Node, error) {
 	cfg.defaults()
 	if cfg.ID == "" || cfg.RaftAddr == "" {
 		return nil, errors.New("cluster: a node needs an ID and a Raft address")
+	}
+	if err := checkReadMode(cfg.ReadMode); err != nil {
+		return nil, err
 	}
 	if len(cfg.ID) > confirmMaxID {
 		return nil, fmt.Errorf("cluster: a node id has at most %d bytes", confirmMaxID)
@@ -381,7 +388,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	// Always wrapped: it also notes the followers' answers (metrics.go).
 	var trans raft.Transport = &durableTransport{NetworkTransport: n.transport, stall: cfg.DiskStall,
-		onStall: n.diskStalled, contact: n.metrics.noteContact}
+		onStall: n.diskStalled, contact: n.metrics.noteContact, ack: n.leaseAck, transfer: n.leaseTransfer}
 	if n.durable != nil {
 		trans.(*durableTransport).d = n.durable
 	}
@@ -542,6 +549,9 @@ func (n *Node) Close() error {
 		n.member.close()
 		if n.confirm != nil {
 			n.confirm.close()
+		}
+		if n.fread != nil {
+			n.fread.close()
 		}
 		n.transport.Close()
 		n.closeStores()

@@ -84,13 +84,14 @@ func (n *Node) ownReceivers(cmd fsm.Command) int {
 	return 0
 }
 
-// Read serves a read-only command linearizably: on the leader once a tick
-// committed after it began has been applied (readIndex), on a follower by
-// forwarding to the leader.
+// Read serves a read-only command linearizably: on the leader once its
+// leadership is confirmed and its commit index applied (readIndex), on a
+// follower from its own state at a read point the leader gives it
+// (followerread.go).
 func (n *Node) Read(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	return n.route(ctx, func(ctx context.Context) (fsm.Result, error) { return n.ReadLocal(ctx, cmd) },
 		func(ctx context.Context, addr string) (fsm.Result, error) {
-			return n.member.forward(ctx, addr, modeRead, cmd)
+			return n.followerRead(ctx, addr, cmd) // followerread.go
 		})
 }
 
@@ -265,7 +266,9 @@ func (n *Node) readIndex(ctx context.Context) error {
 		return ErrNotLeader
 	}
 	index := n.raft.CommitIndex()
-	if err := n.confirm.confirm(ctx, term); err != nil {
+	if n.confirm.leased(term) {
+		// --read-mode lease (lease.go): no other leader before it ends.
+	} else if err := n.confirm.confirm(ctx, term); err != nil {
 		return ErrNoLeader // nothing was changed: the read may be retried
 	}
 	if err := n.fsm.waitApplied(ctx, index); err != nil {

@@ -106,6 +106,7 @@ type confirmer struct {
 	peers   map[raft.ServerAddress]*confirmPeer
 	served  map[net.Conn]bool // connections this node answers on
 	closed  bool
+	lease   *leaseState // --read-mode lease (lease.go); nil otherwise
 }
 
 // confirmWaiter is a read waiting for a round: the term its leader was
@@ -312,41 +313,47 @@ func (c *confirmer) close() {
 
 // StartRead serves a read-only command as Read does, without waiting
 // (server.AsyncReader): on a ready leader it joins the next confirmation
-// round, and done gets the result, exactly once, from another goroutine.
-// A read whose round fails goes through Read on a goroutine, which
-// forwards it or waits for a leader as a waiting caller's would. It
-// returns false, having done nothing, on a follower, a removed node or a
-// leader not ready yet. cmd's arguments must stay valid until done.
+// round (or, with a lease, needs none); on a follower that knows its
+// leader it joins the next read-point request (followerread.go). done gets
+// the result, exactly once, from another goroutine. A read that could not
+// be served so goes through Read on a goroutine, which waits for a leader
+// as a waiting caller's would. It returns false, having done nothing, on a
+// removed node, a leader not ready yet or a follower that knows no leader.
+// cmd's arguments must stay valid until done.
 func (n *Node) StartRead(cmd fsm.Command, done func(fsm.Result, error)) bool {
 	if n.removed() {
 		return false
 	}
-	n.tmu.Lock()
-	ready, term := n.lead.ready, n.lead.term
-	n.tmu.Unlock()
-	if !ready || n.raft.State() != raft.Leader {
-		return false
+	if n.leaderReadPoint("", 0, func(rp readPoint, err error) { n.serveAtPoint(rp, err, cmd, done) }) {
+		return true
 	}
-	index := n.raft.CommitIndex()
-	n.confirm.enqueue(term, func(err error) {
-		if err == nil && n.fsm.appliedIndex() >= index {
-			done(n.readNow(cmd))
-			return
-		}
-		go func() {
+	if n.raft.State() == raft.Leader {
+		return false // not ready yet
+	}
+	return n.startFollowerRead(cmd, done)
+}
+
+// serveAtPoint serves cmd at rp once applied, on the caller's goroutine
+// if it already is; on error it goes through Read.
+func (n *Node) serveAtPoint(rp readPoint, err error, cmd fsm.Command, done func(fsm.Result, error)) {
+	if err == nil && n.fsm.appliedIndex() >= rp.index {
+		done(n.readAt(rp.time, cmd), nil)
+		return
+	}
+	go func() {
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CommandTimeout)
+			err = n.fsm.waitApplied(ctx, rp.index)
+			cancel()
 			if err == nil {
-				ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CommandTimeout)
-				err = n.fsm.waitApplied(ctx, index)
-				cancel()
-				if err == nil {
-					done(n.readNow(cmd))
-					return
-				}
+				done(n.readAt(rp.time, cmd), nil)
+				return
 			}
-			done(n.Read(context.Background(), cmd))
-		}()
-	})
-	return true
+		}
+		// Not served here (no leader, a leader that changed, an old
+		// leader): Read tries again as a waiting caller would.
+		done(n.Read(context.Background(), cmd))
+	}()
 }
 
 // readNow runs a read on this leader's state machine, at the leader's time.

@@ -17,6 +17,7 @@ const (
 	nameDeadbolt = "deadbolt-3node"
 	nameTLS      = "deadbolt-3node-tls"
 	nameSecret   = "deadbolt-3node-secret"
+	nameLease    = "deadbolt-3node-lease"
 	nameSingle   = "deadbolt-1node"
 	nameRedisAOF = "redis-aof-always"
 	nameEtcd     = "etcd-3node"
@@ -36,7 +37,7 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	var targets []target
 	for _, s := range cfg.systems {
 		switch s {
-		case "deadbolt", "deadbolt-tls", "deadbolt-secret":
+		case "deadbolt", "deadbolt-tls", "deadbolt-secret", "deadbolt-lease":
 			name, how, extra := nameDeadbolt, "", []string(nil)
 			switch s {
 			case "deadbolt-tls":
@@ -46,6 +47,9 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 				}
 				name, how = nameTLS, ", --tls-cluster (mutual TLS between members)"
 				extra = []string{"--tls-cluster", "--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", cert}
+			case "deadbolt-lease":
+				name, how = nameLease, ", --read-mode lease"
+				extra = []string{"--read-mode", "lease"}
 			case "deadbolt-secret":
 				secret := filepath.Join(root, "cluster.secret")
 				if err := os.WriteFile(secret, []byte("deadbolt-bench-cluster-secret"), 0o600); err != nil {

@@ -91,7 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.fcall, "fcall", false, "also measure the pair as FCALL of the scripts loaded as a function library (RESP3), on both servers")
 	fs.BoolVar(&cfg.tls, "tls", false, "also measure both servers over TLS (RESP3, no client certificate), each started with a TLS port of its own (not with -deadbolt-addr or -redis-addr)")
 	fs.BoolVar(&cfg.cluster, "cluster", false, "measure a three-node deadbolt cluster (bin/deadbolt processes, data on disk), a single bin/deadbolt with its data on disk, redis-server with appendfsync always and a three-member etcd cluster instead")
-	systems := fs.String("systems", "deadbolt,deadbolt1,redis,etcd", "with -cluster: comma-separated systems to measure (deadbolt1: a single node with its data on disk; deadbolt-tls: the three nodes with --tls-cluster; deadbolt-secret: with --cluster-secret-file)")
+	systems := fs.String("systems", "deadbolt,deadbolt1,redis,etcd", "with -cluster: comma-separated systems to measure (deadbolt1: a single node with its data on disk; deadbolt-tls: the three nodes with --tls-cluster; deadbolt-secret: with --cluster-secret-file; deadbolt-lease: with --read-mode lease)")
 	fs.StringVar(&cfg.deadboltBin, "deadbolt-bin", "bin/deadbolt", "with -cluster: deadbolt `binary` to start")
 	fs.StringVar(&cfg.etcdBin, "etcd", "etcd", "with -cluster: etcd `binary` to start (Debian etcd-server)")
 	fs.IntVar(&cfg.memberProcs, "member-procs", 1, "with -cluster: GOMAXPROCS of each deadbolt node and etcd member (0: Go's default, one per core); three members share this machine's cores, and with one each their runtimes do not spin for cores the others are using")
@@ -101,8 +101,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	for f := range strings.SplitSeq(*systems, ",") {
 		f = strings.TrimSpace(f)
-		if !slices.Contains([]string{"deadbolt", "deadbolt1", "deadbolt-tls", "deadbolt-secret", "redis", "etcd"}, f) {
-			return cfg, fmt.Errorf("-systems: %q is not deadbolt, deadbolt1, deadbolt-tls, deadbolt-secret, redis or etcd", f)
+		if !slices.Contains([]string{"deadbolt", "deadbolt1", "deadbolt-tls", "deadbolt-secret", "deadbolt-lease", "redis", "etcd"}, f) {
+			return cfg, fmt.Errorf("-systems: %q is not deadbolt, deadbolt1, deadbolt-tls, deadbolt-secret, deadbolt-lease, redis or etcd", f)
 		}
 		cfg.systems = append(cfg.systems, f)
 	}

@@ -118,7 +118,14 @@ type client struct {
 	proc    int
 	fails   int
 	lastVal map[string]string
+	// turn moves a reader to the next node every readerTurn operations,
+	// so that each reader's reads reach the leader and every follower
+	// (a follower serves reads itself at a read point from the leader).
+	turn int
+	ops  int
 }
+
+const readerTurn = 25
 
 func (c *client) connect() {
 	if c.rdb != nil {
@@ -131,7 +138,7 @@ func (c *client) connect() {
 	ts := c.w.targets()
 	c.node = ts[(c.id+c.rng.Intn(len(ts)))%len(ts)]
 	if c.fails == 0 {
-		c.node = ts[c.id%len(ts)]
+		c.node = ts[(c.id+c.turn)%len(ts)]
 	}
 	// Odd clients speak RESP3, even ones RESP2, so that both protocols'
 	// replies travel through forwarding followers under the faults.
@@ -170,6 +177,10 @@ func (c *client) run(ctx context.Context) {
 			c.registerOp(ctx, 4)
 		case "reader":
 			c.registerOp(ctx, 9)
+			if c.ops++; c.ops%readerTurn == 0 && c.w.failover == nil {
+				c.turn++
+				c.connect()
+			}
 		case "list":
 			c.listOp(ctx)
 		}

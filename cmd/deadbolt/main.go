@@ -78,6 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		heartbeat   = fs.Duration("heartbeat-timeout", 500*time.Millisecond, "Raft: how long a follower waits for the leader before an election")
 		election    = fs.Duration("election-timeout", 500*time.Millisecond, "Raft: how long a candidate waits before a new election")
 		lease       = fs.Duration("leader-lease", 250*time.Millisecond, "Raft: how long a leader stays leader without hearing from a quorum")
+		readMode    = fs.String("read-mode", "readindex", "how a leader confirms reads without a log entry: `readindex` (a round to the voters, shared by concurrent reads) or lease (none while heartbeats a quorum accepted are younger than --heartbeat-timeout less 10% for clock drift; every node needs the same --heartbeat-timeout; docs/SAFETY.md)")
 		diskStall   = fs.Duration("disk-stall-timeout", time.Second, "Raft: a leader whose own log sync has waited this long stops sending to its followers, so that they elect another (negative: never)")
 		maxEntry    = newSizeText(fs, "max-entry-bytes", "1mb", "Raft: refuse a write (any command, MULTI/EXEC and scripts whole) whose log entry would be larger than this `size` (bytes, or with k, kb, m, mb, g, gb), before proposing or forwarding it, so that big values cannot exhaust the members' memory; the same on every node (the leader's decides); 0: no limit (not recommended)")
 		minFreeDisk = newSizeText(fs, "min-free-disk", "64mb", "refuse writes (MISCONF) while the --data-dir file system has less free space than this `size` (bytes, or with k, kb, m, mb, g, gb as Redis reads memory sizes), so that the log's housekeeping still has room; 0: only once the disk is full")
@@ -231,6 +232,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		HeartbeatTimeout:      *heartbeat,
 		ElectionTimeout:       *election,
 		LeaderLease:           *lease,
+		ReadMode:              *readMode,
 		DiskStall:             *diskStall,
 		MinFreeDisk:           minFree,
 		MaxEntryBytes:         maxEntryBytes,
@@ -261,7 +263,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	logger.Info("deadbolt ready", "addr", node.Addr(), "sentinel", node.SentinelAddr(), "version", version, "go", runtime.Version(),
 		"raft", *raftAddr != "" || *dataDir != "", "id", *id, "raft_addr", *raftAddr, "data_dir", *dataDir, "peers", *peers, "join", *join,
-		"members_authenticated", secret != nil || *tlsCluster, "members_tls", *tlsCluster)
+		"members_authenticated", secret != nil || *tlsCluster, "members_tls", *tlsCluster, "read_mode", *readMode)
 	if node.HTTPAddr() != "" {
 		logger.Info("serving HTTP: the status page at /, /metrics, /healthz, /readyz, /api/status, /api/locks", "http_addr", node.HTTPAddr())
 	}
