@@ -22,7 +22,7 @@ import (
 // and puts them back once a leader is known again.
 //
 // Nothing here is needed for safety: an election may start at any time
-// in Raft, and pre-vote keeps an election that starts too early from
+// in Raft (with --read-mode lease it is off: see watchLeaderGone), and pre-vote keeps an election that starts too early from
 // disturbing a leader the other members still hear (they refuse a
 // pre-vote while they have a leader). A leader that is paused, cut off
 // by the network or on a dead host still takes the full timeouts: its
@@ -48,12 +48,20 @@ func (n *Node) watchLeaderGone() {
 	if fast >= n.cfg.HeartbeatTimeout {
 		return // no shorter timeout to switch to
 	}
+	if n.cfg.ReadMode == ReadModeLease {
+		// A leader in lease mode serves reads for as long as its followers
+		// promise not to elect another (a heartbeat timeout, lease.go):
+		// standing early would break that promise if the leader lived on
+		// with its Raft address refusing connections.
+		return
+	}
 	tick := time.NewTicker(fast / 8)
 	defer tick.Stop()
 	var (
 		lastAddr  raft.ServerAddress
 		lastID    raft.ServerID
 		expedited bool
+		saved     raft.ReloadableConfig // the timeouts before shortening them
 		probed    time.Time
 	)
 	for {
@@ -66,7 +74,7 @@ func (n *Node) watchLeaderGone() {
 		state := n.raft.State()
 		if expedited {
 			if state == raft.Leader || (addr != "" && time.Since(n.raft.LastContact()) < fast) {
-				n.restoreTimeouts()
+				n.setTimeouts(saved.HeartbeatTimeout, saved.ElectionTimeout)
 				expedited = false
 			}
 			continue
@@ -89,8 +97,8 @@ func (n *Node) watchLeaderGone() {
 		if !refused(string(lastAddr)) {
 			continue
 		}
-		if err := n.shortenTimeouts(fast); err != nil {
-			n.cfg.Logger.Warn("cluster: could not shorten the election timeouts", "err", err)
+		saved = n.raft.ReloadableConfig()
+		if err := n.setTimeouts(fast, fast); err != nil {
 			continue
 		}
 		expedited = true
@@ -134,18 +142,15 @@ func refused(addr string) bool {
 	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
-func (n *Node) shortenTimeouts(d time.Duration) error {
+// setTimeouts sets raft's heartbeat and election timeouts.
+func (n *Node) setTimeouts(heartbeat, election time.Duration) error {
 	rc := n.raft.ReloadableConfig()
-	rc.HeartbeatTimeout, rc.ElectionTimeout = d, d
-	return n.raft.ReloadConfig(rc)
-}
-
-func (n *Node) restoreTimeouts() {
-	rc := n.raft.ReloadableConfig()
-	rc.HeartbeatTimeout, rc.ElectionTimeout = n.cfg.HeartbeatTimeout, n.cfg.ElectionTimeout
-	if err := n.raft.ReloadConfig(rc); err != nil {
-		n.cfg.Logger.Warn("cluster: could not restore the election timeouts", "err", err)
+	rc.HeartbeatTimeout, rc.ElectionTimeout = heartbeat, election
+	err := n.raft.ReloadConfig(rc)
+	if err != nil {
+		n.cfg.Logger.Warn("cluster: could not set the election timeouts", "err", err)
 	}
+	return err
 }
 
 // LeaderGoneElections is how many times this node stood for election at

@@ -13,7 +13,6 @@ import (
 func longTimeouts(t *testing.T, c *testCluster, d time.Duration) {
 	t.Helper()
 	for _, n := range c.nodes {
-		n.cfg.HeartbeatTimeout, n.cfg.ElectionTimeout = d, d
 		rc := n.raft.ReloadableConfig()
 		rc.HeartbeatTimeout, rc.ElectionTimeout = d, d
 		if err := n.raft.ReloadConfig(rc); err != nil {
@@ -92,6 +91,27 @@ func TestSilentLeaderKeepsTheTimeout(t *testing.T) {
 			if n.raft.State() != raft.Follower || n.raft.CurrentTerm() != term {
 				t.Fatalf("%s is %v in term %d (was %d) although the leader's address accepts connections",
 					c.ids[i], n.raft.State(), n.raft.CurrentTerm(), term)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// With --read-mode lease the followers wait out their timeouts even for
+// a leader whose address refuses connections: the leader's lease counts
+// on them not electing another before then.
+func TestLeaseModeKeepsTheTimeout(t *testing.T) {
+	const long = 20 * time.Second
+	c := startTestClusterWith(t, 3, func(i int, cfg *Config) { cfg.ReadMode = ReadModeLease })
+	longTimeouts(t, c, long)
+	li := c.leader(-1)
+	term := c.nodes[li].raft.CurrentTerm()
+	c.nodes[li].Close()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		for i, n := range c.nodes {
+			if i != li && n.raft.CurrentTerm() != term {
+				t.Fatalf("%s moved to term %d (was %d) before its heartbeat timeout, in lease mode", c.ids[i], n.raft.CurrentTerm(), term)
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
