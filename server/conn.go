@@ -138,6 +138,11 @@ func (c *conn) run(args [][]byte) {
 		c.lc.started = start // finished by applied
 		return
 	}
+	if c.lc.grouped {
+		c.lc.grouped = false // finished by groupApplied
+		c.lc.group.items[len(c.lc.group.items)-1].started = start
+		return
+	}
 	c.endCommand(time.Since(start))
 }
 
@@ -218,6 +223,9 @@ func (c *conn) reply(r resp.Reply) {
 	}
 	if c.adm.quiet() {
 		return
+	}
+	if c.groupReply(r) {
+		return // in its place among a pipeline's writes (pipeline.go)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock() // a reply that cannot be encoded panics: see recoverCommand
