@@ -330,6 +330,10 @@ func (n *Node) StartRead(cmd fsm.Command, done func(fsm.Result, error)) bool {
 	index := n.raft.CommitIndex()
 	n.confirm.enqueue(term, func(err error) {
 		if err == nil && n.fsm.appliedIndex() >= index {
+			if n.longRead(cmd) {
+				go func() { done(n.readNow(cmd)) }()
+				return
+			}
 			done(n.readNow(cmd))
 			return
 		}
@@ -356,6 +360,22 @@ func (n *Node) readNow(cmd fsm.Command) (fsm.Result, error) {
 		return fsm.Result{}, ErrNotLeader
 	}
 	n.fsm.mu.Lock()
+	if w := n.state.BeginWalk(ts, cmd); w != nil {
+		// A long read, in steps (fsm.Walk): applying goes on meanwhile.
+		n.fsm.mu.Unlock()
+		return w.Run(&n.fsm.mu), nil
+	}
 	defer n.fsm.mu.Unlock()
 	return n.state.Read(ts, cmd), nil
+}
+
+// longRead reports whether cmd is a long read (fsm.Walk), which does not
+// run on the goroutine that answers confirmed reads.
+func (n *Node) longRead(cmd fsm.Command) bool {
+	if !fsm.MayBeLongRead(cmd.Args) {
+		return false
+	}
+	n.fsm.mu.Lock()
+	defer n.fsm.mu.Unlock()
+	return n.state.LongRead(cmd)
 }

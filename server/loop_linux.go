@@ -40,6 +40,7 @@ type eventLoop struct {
 	// grouper is the backend if it commits pipelined writes together
 	// (pipeline.go).
 	grouper GroupApplier
+	long    LongReader // the backend, if synchronous and it tells long reads
 	epfd    int
 	wakefd  int // eventfd that wakes epoll_wait for posted tasks
 	// epoll is epfd registered with the Go runtime's poller, nil if that
@@ -95,6 +96,8 @@ func newEventLoop(s *Server) (*eventLoop, error) {
 	l.reader, _ = s.backend.(AsyncReader)
 	if l.async != nil {
 		l.grouper, _ = s.backend.(GroupApplier)
+	} else {
+		l.long, _ = s.backend.(LongReader)
 	}
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(l.wakefd)}
 	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.wakefd, &ev); err != nil {
@@ -457,7 +460,8 @@ func (l *eventLoop) process(c *conn) {
 		c.qbuf = c.rd.Buffered()
 		cs, isConn := lookupConn(args[0])
 		if isConn && cs.flags&mayBlock != 0 && c.multi == nil ||
-			l.async != nil && !c.asyncKeyspace(isConn, args) && !c.answeredLocally(cs, isConn) {
+			l.async != nil && !c.asyncKeyspace(isConn, args) && !c.answeredLocally(cs, isConn) ||
+			!isConn && c.longRead(args) {
 			// A command that may wait: WAIT, DEBUG SLEEP, and with a
 			// backend whose commands wait (the cluster) anything but a
 			// write that can start with StartApply or a request the
@@ -483,6 +487,14 @@ func (l *eventLoop) process(c *conn) {
 	}
 	l.markDirty(c)
 	l.updateInterest(c)
+}
+
+// longRead reports whether a request is a long read (KEYS over a large
+// database) of a synchronous backend, which would hold the loop.
+func (c *conn) longRead(args [][]byte) bool {
+	l := c.lc.lp
+	return l.long != nil && c.multi == nil && fsm.MayBeLongRead(args) &&
+		l.long.LongRead(fsm.Command{DB: c.db, Args: args})
 }
 
 // asyncKeyspace reports whether a request is a keyspace command outside

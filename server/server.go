@@ -354,6 +354,13 @@ type GroupApplier interface {
 	ApplyGroup(ctx context.Context, cmds []fsm.Command) ([]fsm.Result, error)
 }
 
+// LongReader is implemented by a Synchronous backend that can tell a read
+// that takes long (KEYS over a large database): the event loop runs it on
+// a goroutine of its own, so that other clients are served meanwhile.
+type LongReader interface {
+	LongRead(cmd fsm.Command) bool
+}
+
 // AsyncReader is implemented by backends whose reads wait (the cluster
 // node, for a confirmation of its leadership). A read outside MULTI on
 // the event loop starts with StartRead, and its connection waits, without
