@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"iter"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -120,6 +121,9 @@ func (w *Walk) Run(mu sync.Locker) Result {
 		if done {
 			break
 		}
+		// Let the goroutines that waited for the lock, or for the only
+		// core (a cluster member may have one), run before the next step.
+		runtime.Gosched()
 	}
 	w.prepare()
 	mu.Lock()
@@ -230,6 +234,9 @@ func (w *Walk) result() Result {
 	out := make([]resp.Reply, len(keys))
 	for i, k := range keys {
 		out[i] = resp.BulkString(k)
+		if i%walkStep == walkStep-1 {
+			runtime.Gosched()
+		}
 	}
 	return Result{Reply: resp.ArrayReply(out...), DB: w.cmd.DB}
 }

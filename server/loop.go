@@ -31,6 +31,7 @@ type loopTask struct {
 	res   fsm.Result
 	group []fsm.Result
 	err   error
+	raw   []byte // taskApplied: the reply, already encoded (a big read's)
 }
 
 // loopConn is a connection's event loop state.

@@ -364,7 +364,7 @@ func (l *eventLoop) runTasks() bool {
 		case taskApplied:
 			c.lc.busy, c.lc.pending = false, false
 			if !c.lc.closed {
-				c.applied(t.res, t.err)
+				c.applied(t.res, t.err, t.raw)
 				l.process(c)
 			}
 		case taskGroupApplied:
@@ -571,8 +571,16 @@ func (c *conn) readerAsync() bool { return c.lc.lp != nil && c.lc.lp.reader != n
 // applyAsync starts a write: its outcome comes back as taskApplied.
 func (c *conn) readAsync(cmd fsm.Command) {
 	l := c.lc.lp
+	spec := c.adm.spec
 	done := func(res fsm.Result, err error) {
-		l.post(loopTask{kind: taskApplied, c: c, res: res, err: err})
+		t := loopTask{kind: taskApplied, c: c, res: res, err: err}
+		if err == nil && bigReply(spec, res) {
+			// Encoded here, off the loop: a million keys' KEYS took the
+			// loop some 100 ms to encode, every other client waiting.
+			t.raw = res.Reply.AppendProto(nil, c.protocol())
+			t.res.Reply = resp.Reply{}
+		}
+		l.post(t)
 	}
 	c.lc.busy, c.lc.pending = true, true
 	ok := false
@@ -608,10 +616,42 @@ func (c *conn) startApply(cmd fsm.Command, done func(fsm.Result, error)) bool {
 }
 
 // applied finishes a write that applyAsync started, with run's recovery.
-func (c *conn) applied(res fsm.Result, err error) {
+func (c *conn) applied(res fsm.Result, err error, raw []byte) {
 	defer func() { c.endCommand(time.Since(c.lc.started)) }()
 	defer c.recoverCommand()
+	if raw != nil {
+		c.db = res.DB
+		c.replyEncoded(raw)
+		return
+	}
 	c.keyspaceReply(c.adm.spec, res, err)
+}
+
+// bigReply reports whether a read's reply is large enough to encode off
+// the loop (readAsync): an aggregate of many elements, from a read whose
+// reply keyspaceReply would send as it is.
+func bigReply(spec *fsm.Spec, res fsm.Result) bool {
+	switch res.Reply.Type {
+	case resp.Array, resp.Set, resp.Map:
+	default:
+		return false
+	}
+	return len(res.Reply.Elems) >= 4096 && len(res.Denials) == 0 && spec != nil && spec.Flags&fsm.PubSub == 0
+}
+
+// replyEncoded queues a reply already encoded in c's protocol, as reply
+// does (not inside EXEC, never an error).
+func (c *conn) replyEncoded(b []byte) {
+	if c.adm.quiet() {
+		return
+	}
+	c.mu.Lock()
+	if len(c.out) == 0 {
+		c.out = b
+	} else {
+		c.out = append(c.out, b...)
+	}
+	c.mu.Unlock()
 }
 
 // updateInterest registers for what c can use now: reads unless the

@@ -274,24 +274,34 @@ func longRead(ctx context.Context, addr string, keys int, row *longReadRow) erro
 			return nil, err
 		}
 		out := make([]resp.Reply, len(cmds))
+		var first error // every reply is read, so the stream stays in step
 		for i := range cmds {
 			r, err := resp.ReadReply(rd, 1<<30)
 			if err != nil {
 				return nil, err
 			}
-			if r.Type == resp.Error {
-				return nil, fmt.Errorf("%s: %s", cmds[i][0], r.Str)
+			if r.Type == resp.Error && first == nil {
+				first = fmt.Errorf("%s: %s", cmds[i][0], r.Str)
 			}
 			out[i] = r
 		}
-		return out, nil
+		return out, first
 	}
 	var batch [][]string
 	for i := 0; i < keys; i++ {
 		batch = append(batch, []string{"SET", "key:" + strconv.Itoa(i), "v"})
 		if len(batch) == 1000 || i == keys-1 {
-			if _, err := send(batch...); err != nil {
-				return fmt.Errorf("loading: %w", err)
+			// SETs may be sent again: a busy machine can make a
+			// cluster change leaders (outcome unknown, TRYAGAIN).
+			for try := 0; ; try++ {
+				_, err := send(batch...)
+				if err == nil {
+					break
+				}
+				if try == 5 || ctx.Err() != nil {
+					return fmt.Errorf("loading: %w", err)
+				}
+				time.Sleep(time.Second)
 			}
 			batch = batch[:0]
 		}
