@@ -194,6 +194,10 @@ func runLongRead(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		row.err = longRead(ctx, addr, cfg.keys, &row)
 		rows = append(rows, row)
 	}
+	if cfg.deadboltAddr != "" {
+		measure("deadbolt", "external", cfg.deadboltAddr)
+		return reportLongRead(stdout, cfg, rows)
+	}
 	path, err := findBin(cfg.deadboltBin)
 	if err != nil {
 		return err
@@ -226,6 +230,10 @@ func runLongRead(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 	}
 	measure("redis", "--save '' --appendonly no", addr)
 	stop()
+	return reportLongRead(stdout, cfg, rows)
+}
+
+func reportLongRead(stdout io.Writer, cfg config, rows []longReadRow) error {
 
 	fmt.Fprintf(stdout, "op: %d keys; another client's PING every 1 ms (open loop: latency from when each was due) while one client runs KEYS * and then SCAN 0.. COUNT 1000 to the end; %d CPUs\n",
 		cfg.keys, runtime.NumCPU())
