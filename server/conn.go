@@ -140,7 +140,6 @@ func (c *conn) run(args [][]byte) {
 	}
 	if c.lc.grouped {
 		c.lc.grouped = false // finished by groupApplied
-		c.lc.group.items[len(c.lc.group.items)-1].started = start
 		return
 	}
 	c.endCommand(time.Since(start))

@@ -35,17 +35,20 @@ type writeGroup struct {
 	items []groupItem
 	cmds  int // writes among items
 	bytes int // their arguments' size
+	// sent is when the group was handed over: a write's time, for its
+	// statistics and SLOWLOG, is the group's commit from then, not the
+	// wait for the pipeline's later requests to be read.
+	sent time.Time
 }
 
 // groupItem is a write of the group or a reply made without the backend.
 type groupItem struct {
-	cmd     fsm.Command // a write (args copied), unless made
-	spec    *fsm.Spec
-	name    string // lastCmd
-	stat    *cmdStat
-	started time.Time
-	made    bool       // a reply made at once
-	reply   resp.Reply // if made
+	cmd   fsm.Command // a write (args copied), unless made
+	spec  *fsm.Spec
+	name  string // lastCmd
+	stat  *cmdStat
+	made  bool       // a reply made at once
+	reply resp.Reply // if made
 }
 
 // errInternal answers a command whose backend call panicked.
@@ -109,6 +112,6 @@ func (c *conn) groupApplied(rs []fsm.Result, err error) {
 			defer c.recoverCommand()
 			c.keyspaceReply(it.spec, res, err)
 		}()
-		c.endCommand(time.Since(it.started))
+		c.endCommand(time.Since(g.sent))
 	}
 }

@@ -5,6 +5,7 @@ package server
 import (
 	"context"
 	"runtime/debug"
+	"time"
 
 	"github.com/deadbolt/deadbolt/fsm"
 )
@@ -32,7 +33,7 @@ func (c *conn) joinGroup(cmd fsm.Command) bool {
 	}
 	g.cmds++
 	g.items = append(g.items, groupItem{cmd: cmd, spec: c.adm.spec, name: c.lastCmd, stat: c.adm.stat})
-	c.lc.grouped = true // run records the start time and leaves the end
+	c.lc.grouped = true // run leaves its end to groupApplied
 	return true
 }
 
@@ -47,6 +48,7 @@ func (l *eventLoop) sendGroup(c *conn) {
 		}
 	}
 	c.lc.busy = true
+	g.sent = time.Now()
 	done := func(rs []fsm.Result, err error) {
 		l.post(loopTask{kind: taskGroupApplied, c: c, group: rs, err: err})
 	}
