@@ -78,8 +78,8 @@ func sortedStrings(r resp.Reply) []string {
 }
 
 // KEYS and a full SCAN over a database large enough to be read in steps
-// (fsm.Walk) on a single in-memory node answer the keys redis-server
-// answers for the same commands.
+// (fsm.Walk), on a single in-memory node and on a cluster, answer the
+// keys redis-server answers for the same commands.
 func TestLongReadsLikeRedis(t *testing.T) {
 	redisAddr := testredis.Start(t)
 	n, err := Start(Config{Addr: "127.0.0.1:0"})
@@ -87,9 +87,21 @@ func TestLongReadsLikeRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
+	c := RunClusterT(t, 3)
 	const keys = 40_000 // above the walk threshold (fsm.walkMinKeys)
-	for _, addr := range []string{redisAddr, n.Addr()} {
+	for _, addr := range []string{redisAddr, n.Addr(), c.Addr(c.Leader())} {
 		loadKeys(t, addr, keys)
+	}
+	// A cluster's leader walks too (and encodes the big reply off its
+	// event loop); a follower forwards the read.
+	want := sortedStrings(commandOn(t, redisAddr, "KEYS", "*"))
+	for _, i := range []int{c.Leader(), c.Followers()[0]} {
+		if got := sortedStrings(commandOn(t, c.Addr(i), "KEYS", "*")); !slices.Equal(got, want) {
+			t.Fatalf("cluster node %d: KEYS * %d keys, redis-server %d", i, len(got), len(want))
+		}
+	}
+	if got := fullScan(t, c.Addr(c.Leader())); !slices.Equal(got, fullScan(t, redisAddr)) {
+		t.Fatalf("cluster: full SCAN %d keys", len(got))
 	}
 	for _, pat := range []string{"*", "key:1234*", "key:?9"} {
 		want := sortedStrings(commandOn(t, redisAddr, "KEYS", pat))

@@ -114,10 +114,20 @@ func (f *FSM) LongRead(cmd Command) bool {
 // Run does the walk, taking mu (the lock that guards f, not held on
 // entry) for each step and for the end, and returns the answer.
 func (w *Walk) Run(mu sync.Locker) Result {
-	for {
+	locked := func(f func()) {
 		mu.Lock()
-		done := w.step()
-		mu.Unlock()
+		defer mu.Unlock() // a panic (a bug) leaves the lock free
+		f()
+	}
+	finished := false
+	defer func() {
+		if !finished { // a panic: the database forgets the walk
+			locked(w.forget)
+		}
+	}()
+	for {
+		var done bool
+		locked(func() { done = w.step() })
 		if done {
 			break
 		}
@@ -126,10 +136,16 @@ func (w *Walk) Run(mu sync.Locker) Result {
 		runtime.Gosched()
 	}
 	w.prepare()
-	mu.Lock()
-	w.finish()
-	mu.Unlock()
+	locked(w.finish)
+	finished = true
 	return w.result()
+}
+
+// forget unregisters the walk from its database and ends its iterator
+// (again: stop may be called more than once).
+func (w *Walk) forget() {
+	w.stop()
+	w.ks.walks = slices.DeleteFunc(w.ks.walks, func(x *Walk) bool { return x == w })
 }
 
 // step takes the next keys, under the lock; it reports whether the map
@@ -170,7 +186,7 @@ func (w *Walk) prepare() {
 // finish ends the walk under the lock: it reads the touched keys as they
 // are now and, for SCAN, installs the index and answers.
 func (w *Walk) finish() {
-	w.ks.walks = slices.DeleteFunc(w.ks.walks, func(x *Walk) bool { return x == w })
+	w.forget()
 	if w.f.dbs[w.cmd.DB] != w.ks {
 		// The database was replaced (FLUSHDB, a snapshot): read it now.
 		res := w.f.Read(w.now, w.cmd)
