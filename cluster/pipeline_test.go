@@ -1,9 +1,14 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/deadbolt/deadbolt/fsm"
+	"github.com/deadbolt/deadbolt/resp"
 )
 
 // TestProposerGroups: a group proposal goes into one entry whole, next to
@@ -65,5 +70,36 @@ func TestProposerGroups(t *testing.T) {
 	want := []string{"[first]", "[a1 a2 a3 lone]", "[b1 b2 b3 b4 b5]"}
 	if !slices.Equal(shape, want) {
 		t.Fatalf("entries %v, want %v", shape, want)
+	}
+}
+
+// plainTarget is a leader from before groups: it applies forwarded
+// commands one at a time and knows no GroupTarget.
+type plainTarget struct{ applied int }
+
+func (t *plainTarget) ApplyLocal(context.Context, fsm.Command) (fsm.Result, error) {
+	t.applied++
+	return fsm.Result{}, nil
+}
+func (t *plainTarget) ReadLocal(context.Context, fsm.Command) (fsm.Result, error) {
+	return fsm.Result{}, nil
+}
+func (t *plainTarget) KeyVersionLocal(context.Context, int, string) (uint64, error) { return 0, nil }
+
+// A forwarded group reaching a leader that cannot apply groups is refused
+// with nothing applied, in one of the two answers forwardGroup takes for
+// "fall back to one by one": this build's errUnknownMode, or an older
+// build's failure to decode the batch as one command.
+func TestForwardGroupToOldLeader(t *testing.T) {
+	batch := AppendBatch(nil, AppendEntry(nil, Entry{Cmd: cmd("SET", "a", "1")}), AppendEntry(nil, Entry{Cmd: cmd("SET", "b", "2")}))
+	pt := &plainTarget{}
+	r := ServeForward(context.Background(), pt, []byte(modeGroup), batch)
+	if r.Type != resp.Error || string(r.Str) != errUnknownMode || pt.applied != 0 {
+		t.Fatalf("group to a target without groups: %q, %d applied", r.Str, pt.applied)
+	}
+	// What an older ServeForward answers: DecodeEntry's error on a batch.
+	_, err := DecodeEntry(batch)
+	if err == nil || !strings.HasPrefix("ERR "+err.Error(), "ERR "+ErrBadEnvelope.Error()) {
+		t.Fatalf("a batch decoded as one command: %v", err)
 	}
 }
