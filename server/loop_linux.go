@@ -489,14 +489,6 @@ func (l *eventLoop) process(c *conn) {
 	l.updateInterest(c)
 }
 
-// longRead reports whether a request is a long read (KEYS over a large
-// database) of a synchronous backend, which would hold the loop.
-func (c *conn) longRead(args [][]byte) bool {
-	l := c.lc.lp
-	return l.long != nil && c.multi == nil && fsm.MayBeLongRead(args) &&
-		l.long.LongRead(fsm.Command{DB: c.db, Args: args})
-}
-
 // asyncKeyspace reports whether a request is a keyspace command outside
 // MULTI that the event loop starts without waiting: a write, with the
 // backend's StartApply, or a read, with its StartRead.
@@ -625,33 +617,6 @@ func (c *conn) applied(res fsm.Result, err error, raw []byte) {
 		return
 	}
 	c.keyspaceReply(c.adm.spec, res, err)
-}
-
-// bigReply reports whether a read's reply is large enough to encode off
-// the loop (readAsync): an aggregate of many elements, from a read whose
-// reply keyspaceReply would send as it is.
-func bigReply(spec *fsm.Spec, res fsm.Result) bool {
-	switch res.Reply.Type {
-	case resp.Array, resp.Set, resp.Map:
-	default:
-		return false
-	}
-	return len(res.Reply.Elems) >= 4096 && len(res.Denials) == 0 && spec != nil && spec.Flags&fsm.PubSub == 0
-}
-
-// replyEncoded queues a reply already encoded in c's protocol, as reply
-// does (not inside EXEC, never an error).
-func (c *conn) replyEncoded(b []byte) {
-	if c.adm.quiet() {
-		return
-	}
-	c.mu.Lock()
-	if len(c.out) == 0 {
-		c.out = b
-	} else {
-		c.out = append(c.out, b...)
-	}
-	c.mu.Unlock()
 }
 
 // updateInterest registers for what c can use now: reads unless the

@@ -23,6 +23,12 @@ import (
 // reached the backend (arity, ACL, NOAUTH, a protocol error) has its
 // reply kept in the group, in its place.
 
+//
+// Long reads: a read whose reply is big (KEYS over a large database) has
+// it encoded by the goroutine that finished the read, not by the loop
+// (bigReply), and on a synchronous backend such a read runs on a
+// goroutine of its own (longRead, pipeline_linux.go).
+
 // Group bounds: the proposer's batch bounds, so a group fills one entry.
 const (
 	groupMaxCommands = 512
@@ -114,4 +120,31 @@ func (c *conn) groupApplied(rs []fsm.Result, err error) {
 		}()
 		c.endCommand(time.Since(g.sent))
 	}
+}
+
+// bigReply reports whether a read's reply is large enough to encode off
+// the loop (readAsync): an aggregate of many elements, from a read whose
+// reply keyspaceReply would send as it is.
+func bigReply(spec *fsm.Spec, res fsm.Result) bool {
+	switch res.Reply.Type {
+	case resp.Array, resp.Set, resp.Map:
+	default:
+		return false
+	}
+	return len(res.Reply.Elems) >= 4096 && len(res.Denials) == 0 && spec != nil && spec.Flags&fsm.PubSub == 0
+}
+
+// replyEncoded queues a reply already encoded in c's protocol, as reply
+// does (not inside EXEC, never an error).
+func (c *conn) replyEncoded(b []byte) {
+	if c.adm.quiet() {
+		return
+	}
+	c.mu.Lock()
+	if len(c.out) == 0 {
+		c.out = b
+	} else {
+		c.out = append(c.out, b...)
+	}
+	c.mu.Unlock()
 }

@@ -69,3 +69,11 @@ func (l *eventLoop) sendGroup(c *conn) {
 		rs, err = l.grouper.ApplyGroup(context.Background(), cmds)
 	}()
 }
+
+// longRead reports whether a request is a long read (KEYS over a large
+// database) of a synchronous backend, which would hold the loop.
+func (c *conn) longRead(args [][]byte) bool {
+	l := c.lc.lp
+	return l.long != nil && c.multi == nil && fsm.MayBeLongRead(args) &&
+		l.long.LongRead(fsm.Command{DB: c.db, Args: args})
+}
