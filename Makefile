@@ -40,12 +40,14 @@ test-go: deps compat-deps build ## install missing test dependencies, vet, then 
 
 race: test-go ## alias of test-go (the Go tests always run under -race)
 
-bench: deps build ## benchmarks: state machine, EVAL, the lock pair's ACL and metrics cost, lock/unlock vs redis-server (plain and TLS), then 3-node cluster (plain, --tls-cluster) and 1 node on disk vs redis fsync-always and etcd (BENCHFLAGS), then 20 leader kills (failover)
+bench: deps build ## benchmarks: state machine, EVAL, the lock pair's ACL and metrics cost, lock/unlock vs redis-server (plain and TLS), then 3-node cluster (plain, --tls-cluster) and 1 node on disk vs redis fsync-always and etcd, 1000-SET pipelines (BENCHBASE: a reference build) and PING during KEYS/SCAN over 1M keys (BENCHFLAGS), then 20 leader kills (failover)
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./fsm/ ./luaexec/ ./acl/
 	$(GO) test -run '^$$' -bench 'LockUnlock(ACL|Metrics)?$$' -count 3 .
 	$(GO) run ./cmd/deadbolt-bench -tls $(BENCHFLAGS)
 	@command -v etcd >/dev/null || { echo "bench: etcd missing, installing Debian etcd-server etcd-client"; apt-get update -qq && apt-get install -y -qq etcd-server etcd-client; }
 	$(GO) run ./cmd/deadbolt-bench -cluster -systems deadbolt,deadbolt-tls,deadbolt1,redis,etcd -deadbolt-bin bin/deadbolt $(BENCHFLAGS)
+	$(GO) run ./cmd/deadbolt-bench -pipeline -duration 3s -deadbolt-bin bin/deadbolt $(if $(BENCHBASE),-base-bin $(BENCHBASE)) $(BENCHFLAGS)
+	$(GO) run ./cmd/deadbolt-bench -longread -deadbolt-bin bin/deadbolt $(BENCHFLAGS)
 	$(GO) run ./cmd/deadbolt-failover -kills 20 -bin bin/deadbolt
 
 fuzz: ## run each fuzz target for a while (FUZZTIME=30s)

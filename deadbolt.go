@@ -406,6 +406,8 @@ var (
 	_ server.KeyspaceStats = (*cluster.Node)(nil)
 	_ server.KeyspaceStats = (*cluster.Local)(nil)
 	_ server.MemberAsker   = (*cluster.Node)(nil)
+	_ server.GroupApplier  = (*cluster.Node)(nil)
+	_ server.LongReader    = (*cluster.Local)(nil)
 )
 
 // initialUsers are the ACL users a node starts with: --requirepass as the

@@ -40,8 +40,12 @@ type applyFunc func(data []byte, timeout time.Duration) raft.ApplyFuture
 
 // proposal is one command waiting for its entry.
 type proposal struct {
-	env  []byte       // its version-1 envelope, time stamp included
-	done chan outcome // buffered: the answer never waits for the caller
+	env []byte // its version-1 envelope, time stamp included
+	// group, if set, holds instead the envelopes of a connection's
+	// pipelined writes (pipeline.go), in order: they go into one entry
+	// together, and the outcome carries one result per command.
+	group [][]byte
+	done  chan outcome // buffered: the answer never waits for the caller
 	// cb, if set, takes the answer instead of done (submit), once:
 	// answered guards it, since the sweeper may answer first.
 	cb       func(outcome)
@@ -53,8 +57,9 @@ type proposal struct {
 }
 
 type outcome struct {
-	res fsm.Result
-	err error
+	res   fsm.Result
+	group []fsm.Result // a group proposal's results, one per command
+	err   error
 }
 
 // inflightEntry is a proposed entry whose future has not been read.
@@ -122,11 +127,17 @@ func (p *proposer) start(wg *sync.WaitGroup) {
 // proposed); one already proposed may still be applied (ErrUnknownOutcome).
 // Either way the other commands of its entry are not affected.
 func (p *proposer) propose(ctx context.Context, env []byte) (fsm.Result, error) {
-	pr := &proposal{env: env, done: make(chan outcome, 1)}
+	o := p.await(ctx, &proposal{env: env, done: make(chan outcome, 1)})
+	return o.res, o.err
+}
+
+// await queues pr, whose done channel is set, and waits for its outcome
+// as propose does.
+func (p *proposer) await(ctx context.Context, pr *proposal) outcome {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return fsm.Result{}, ErrNotLeader
+		return outcome{err: ErrNotLeader}
 	}
 	p.queue = append(p.queue, pr)
 	p.mu.Unlock()
@@ -136,7 +147,7 @@ func (p *proposer) propose(ctx context.Context, env []byte) (fsm.Result, error) 
 	}
 	select {
 	case o := <-pr.done:
-		return o.res, o.err
+		return o
 	case <-ctx.Done():
 	}
 	p.mu.Lock()
@@ -146,13 +157,13 @@ func (p *proposer) propose(ctx context.Context, env []byte) (fsm.Result, error) 
 	}
 	p.mu.Unlock()
 	if !taken {
-		return fsm.Result{}, ErrNotLeader
+		return outcome{err: ErrNotLeader}
 	}
 	select {
 	case o := <-pr.done: // answered meanwhile
-		return o.res, o.err
+		return o
 	default:
-		return fsm.Result{}, ErrUnknownOutcome
+		return outcome{err: ErrUnknownOutcome}
 	}
 }
 
@@ -161,7 +172,11 @@ func (p *proposer) propose(ctx context.Context, env []byte) (fsm.Result, error) 
 // entry's, ErrNotLeader if the proposer stops first, or the sweeper's
 // after the timeout (sweepLoop).
 func (p *proposer) submit(env []byte, cb func(outcome)) {
-	pr := &proposal{env: env, cb: cb, at: time.Now()}
+	p.enqueue(&proposal{env: env, cb: cb, at: time.Now()})
+}
+
+// enqueue queues pr, whose callback is set, as submit does.
+func (p *proposer) enqueue(pr *proposal) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -246,21 +261,23 @@ func (p *proposer) take() []*proposal {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var (
-		out  []*proposal
-		size int
-		i    int
+		out        []*proposal
+		size, cmds int
+		i          int
 	)
 	for i = 0; i < len(p.queue); i++ {
 		pr := p.queue[i]
 		if pr.abandoned {
 			continue
 		}
-		if len(out) > 0 && (len(out) >= p.maxCommands || size+len(pr.env) > p.maxBytes) {
+		n, b := pr.commands()
+		if len(out) > 0 && (cmds+n > p.maxCommands || size+b > p.maxBytes) {
 			break
 		}
 		pr.taken = true
 		out = append(out, pr)
-		size += len(pr.env)
+		size += b
+		cmds += n
 	}
 	rest := copy(p.queue, p.queue[i:])
 	clear(p.queue[rest:])
@@ -311,13 +328,20 @@ func (p *proposer) flushLoop() {
 // entryData is the log entry for props: a lone command's own envelope,
 // or a batch.
 func entryData(props []*proposal) []byte {
-	if len(props) == 1 {
+	if len(props) == 1 && props[0].group == nil {
 		return props[0].env
 	}
 	size := 1 + 10
-	envs := make([][]byte, len(props))
-	for i, pr := range props {
-		envs[i] = pr.env
+	envs := make([][]byte, 0, len(props))
+	for _, pr := range props {
+		if pr.group != nil {
+			for _, e := range pr.group {
+				envs = append(envs, e)
+				size += 10 + len(e)
+			}
+			continue
+		}
+		envs = append(envs, pr.env)
 		size += 10 + len(pr.env)
 	}
 	return AppendBatch(make([]byte, 0, size), envs...)
@@ -355,24 +379,51 @@ func answer(props []*proposal, resp interface{}, err error) {
 		}
 		return
 	}
+	var rs []fsm.Result
 	switch r := resp.(type) {
 	case fsm.Result:
-		if len(props) == 1 {
-			props[0].deliver(outcome{res: r})
-			return
-		}
+		rs = []fsm.Result{r}
 	case []fsm.Result:
-		if len(r) == len(props) {
-			for i, pr := range props {
-				pr.deliver(outcome{res: r[i]})
+		rs = r
+	}
+	if n := countCommands(props); n > 0 && n == len(rs) {
+		for _, pr := range props {
+			if pr.group != nil {
+				k := len(pr.group)
+				pr.deliver(outcome{group: rs[:k:k]})
+				rs = rs[k:]
+				continue
 			}
-			return
+			pr.deliver(outcome{res: rs[0]})
+			rs = rs[1:]
 		}
+		return
 	}
 	// Not what this node's state machine returns: applied, result unknown.
 	for _, pr := range props {
 		pr.deliver(outcome{err: ErrUnknownOutcome})
 	}
+}
+
+// commands returns how many commands pr carries and their envelopes' size.
+func (pr *proposal) commands() (n, size int) {
+	if pr.group == nil {
+		return 1, len(pr.env)
+	}
+	for _, e := range pr.group {
+		size += len(e)
+	}
+	return len(pr.group), size
+}
+
+// countCommands is how many commands an entry of props carries.
+func countCommands(props []*proposal) int {
+	n := 0
+	for _, pr := range props {
+		c, _ := pr.commands()
+		n += c
+	}
+	return n
 }
 
 // proposeError translates raft's answer to a proposed entry: refused

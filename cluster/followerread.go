@@ -402,6 +402,11 @@ func (n *Node) startFollowerRead(cmd fsm.Command, done func(fsm.Result, error)) 
 // leader's, from a read point).
 func (n *Node) readAt(ts int64, cmd fsm.Command) fsm.Result {
 	n.fsm.mu.Lock()
+	if w := n.state.BeginWalk(ts, cmd); w != nil {
+		// A long read, in steps (fsm.Walk): applying goes on meanwhile.
+		n.fsm.mu.Unlock()
+		return w.Run(&n.fsm.mu)
+	}
 	defer n.fsm.mu.Unlock()
 	return n.state.Read(ts, cmd)
 }

@@ -45,6 +45,9 @@ type ForwardTarget interface {
 // ServeForward runs a forwarded request on t and returns the reply to send
 // back. The server calls it for DEADBOLT.FORWARD.
 func ServeForward(ctx context.Context, t ForwardTarget, mode, envelope []byte) resp.Reply {
+	if string(mode) == modeGroup {
+		return serveGroup(ctx, t, envelope) // pipeline.go
+	}
 	e, err := DecodeEntry(envelope)
 	if err != nil {
 		return resp.Err("ERR " + err.Error())
@@ -70,7 +73,7 @@ func ServeForward(ctx context.Context, t ForwardTarget, mode, envelope []byte) r
 		v, err = t.KeyVersionLocal(ctx, e.Cmd.DB, string(e.Cmd.Args[0]))
 		res.LogIndex = v
 	default:
-		return resp.Err("ERR unknown forward mode")
+		return resp.Err(errUnknownMode)
 	}
 	if err != nil {
 		var re replyError

@@ -99,11 +99,24 @@ func (l *Local) Apply(_ context.Context, cmd fsm.Command) (fsm.Result, error) {
 	return res, nil
 }
 
-// Read runs a read-only command.
+// Read runs a read-only command. A long one (KEYS over a large
+// database) runs in steps, the lock free between them (fsm.Walk).
 func (l *Local) Read(_ context.Context, cmd fsm.Command) (fsm.Result, error) {
 	l.mu.Lock()
+	if w := l.fsm.BeginWalk(l.nowMs(), cmd); w != nil {
+		l.mu.Unlock()
+		return w.Run(&l.mu), nil
+	}
 	defer l.mu.Unlock()
 	return l.fsm.Read(l.nowMs(), cmd), nil
+}
+
+// LongRead reports whether cmd is a long read, which the event loop
+// runs on a goroutine of its own (server.LongReader).
+func (l *Local) LongRead(cmd fsm.Command) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fsm.LongRead(cmd)
 }
 
 // KeyVersion returns the version WATCH records for a key.

@@ -337,6 +337,10 @@ func (n *Node) StartRead(cmd fsm.Command, done func(fsm.Result, error)) bool {
 // if it already is; on error it goes through Read.
 func (n *Node) serveAtPoint(rp readPoint, err error, cmd fsm.Command, done func(fsm.Result, error)) {
 	if err == nil && n.fsm.appliedIndex() >= rp.index {
+		if n.longRead(cmd) { // not on the goroutine that answers reads
+			go func() { done(n.readAt(rp.time, cmd), nil) }()
+			return
+		}
 		done(n.readAt(rp.time, cmd), nil)
 		return
 	}
@@ -362,7 +366,16 @@ func (n *Node) readNow(cmd fsm.Command) (fsm.Result, error) {
 	if !ok {
 		return fsm.Result{}, ErrNotLeader
 	}
+	return n.readAt(ts, cmd), nil
+}
+
+// longRead reports whether cmd is a long read (fsm.Walk), which does not
+// run on the goroutine that answers confirmed reads.
+func (n *Node) longRead(cmd fsm.Command) bool {
+	if !fsm.MayBeLongRead(cmd.Args) {
+		return false
+	}
 	n.fsm.mu.Lock()
 	defer n.fsm.mu.Unlock()
-	return n.state.Read(ts, cmd), nil
+	return n.state.LongRead(cmd)
 }

@@ -67,6 +67,8 @@ func (v *Value) keyString(key []byte) string {
 type keyspace struct {
 	keys map[string]*Value
 	scan *scanIndex // nil until a SCAN needs it
+	// walks are the long reads in progress on it (walk.go).
+	walks []*Walk
 }
 
 func newKeyspace() *keyspace {
@@ -130,10 +132,13 @@ func (c *Ctx) put(key []byte, v *Value) {
 	// Whether the key is new matters to a SCAN in progress and to "new"
 	// events only: no lookup otherwise (SET's path).
 	x := c.db.scan
-	if x != nil || c.f.notify&notifyNew != 0 {
+	if x != nil || c.f.notify&notifyNew != 0 || len(c.db.walks) > 0 {
 		_, existed := c.db.keys[k]
 		if x != nil && !existed && !x.noteAdded(k) {
 			c.db.scan = nil
+		}
+		if !existed && len(c.db.walks) > 0 {
+			c.db.walkTouched(k)
 		}
 		if !existed {
 			defer c.notify(notifyNew, "new", key)
@@ -194,6 +199,9 @@ func (c *Ctx) removeAs(k string, tomb uint64, expired bool) {
 	delete(c.db.keys, k)
 	if c.db.scan != nil {
 		c.db.scan.noteRemoved()
+	}
+	if len(c.db.walks) > 0 {
+		c.db.walkTouched(k)
 	}
 	c.f.version++
 	if tomb == 0 {

@@ -147,6 +147,10 @@ func (c *conn) run(args [][]byte) {
 		c.lc.started = start // finished by applied
 		return
 	}
+	if c.lc.grouped {
+		c.lc.grouped = false // finished by groupApplied
+		return
+	}
 	c.endCommand(time.Since(start))
 }
 
@@ -227,6 +231,9 @@ func (c *conn) reply(r resp.Reply) {
 	}
 	if c.adm.quiet() {
 		return
+	}
+	if c.groupReply(r) {
+		return // in its place among a pipeline's writes (pipeline.go)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock() // a reply that cannot be encoded panics: see recoverCommand

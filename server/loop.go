@@ -14,21 +14,24 @@ import (
 type taskKind uint8
 
 const (
-	taskAdd     taskKind = iota // register a new connection
-	taskWrite                   // write queued output (pub/sub)
-	taskResume                  // a busy command finished
-	taskKill                    // close the connection
-	taskStop                    // the server is closing: close everything, exit
-	taskCall                    // run fn on the loop (tests inspect its state)
-	taskApplied                 // an asynchronous write's outcome (res, err)
+	taskAdd          taskKind = iota // register a new connection
+	taskWrite                        // write queued output (pub/sub)
+	taskResume                       // a busy command finished
+	taskKill                         // close the connection
+	taskStop                         // the server is closing: close everything, exit
+	taskCall                         // run fn on the loop (tests inspect its state)
+	taskApplied                      // an asynchronous write's outcome (res, err)
+	taskGroupApplied                 // a group of pipelined writes' outcome (group, err)
 )
 
 type loopTask struct {
-	kind taskKind
-	c    *conn
-	fn   func()
-	res  fsm.Result
-	err  error
+	kind  taskKind
+	c     *conn
+	fn    func()
+	res   fsm.Result
+	group []fsm.Result
+	err   error
+	raw   []byte // taskApplied: the reply, already encoded (a big read's)
 }
 
 // loopConn is a connection's event loop state.
@@ -43,8 +46,15 @@ type loopConn struct {
 	// until taskApplied, which finishes the command begun at started.
 	async, pending bool
 	started        time.Time
-	dirty          bool // in lp.dirty
-	wantOut        bool // the socket was full: waiting for EPOLLOUT
+	// group: pipelined writes gathered, or handed over and not yet
+	// answered (pipeline.go); grouped: the command being dispatched
+	// joined it; held: the request that ended it, run once it is
+	// answered.
+	group   *writeGroup
+	grouped bool
+	held    [][]byte
+	dirty   bool // in lp.dirty
+	wantOut bool // the socket was full: waiting for EPOLLOUT
 	// throttled: more than maxPendingOutput unwritten, requests wait.
 	throttled bool
 	eof       bool   // the client shut down its sending side

@@ -37,8 +37,12 @@ type eventLoop struct {
 	s      *Server
 	async  AsyncApplier // the backend, if its writes wait (the cluster)
 	reader AsyncReader  // the backend, if its reads can start without waiting
-	epfd   int
-	wakefd int // eventfd that wakes epoll_wait for posted tasks
+	// grouper is the backend if it commits pipelined writes together
+	// (pipeline.go).
+	grouper GroupApplier
+	long    LongReader // the backend, if synchronous and it tells long reads
+	epfd    int
+	wakefd  int // eventfd that wakes epoll_wait for posted tasks
 	// epoll is epfd registered with the Go runtime's poller, nil if that
 	// failed: the loop then blocks in epoll_wait instead. epf holds epfd
 	// once register has run; post wakes a loop parked in the poller by
@@ -90,6 +94,11 @@ func newEventLoop(s *Server) (*eventLoop, error) {
 	l := &eventLoop{s: s, epfd: epfd, wakefd: int(r), conns: make(map[int32]*conn)}
 	l.async, _ = s.backend.(AsyncApplier)
 	l.reader, _ = s.backend.(AsyncReader)
+	if l.async != nil {
+		l.grouper, _ = s.backend.(GroupApplier)
+	} else {
+		l.long, _ = s.backend.(LongReader)
+	}
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(l.wakefd)}
 	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.wakefd, &ev); err != nil {
 		syscall.Close(epfd)
@@ -355,7 +364,13 @@ func (l *eventLoop) runTasks() bool {
 		case taskApplied:
 			c.lc.busy, c.lc.pending = false, false
 			if !c.lc.closed {
-				c.applied(t.res, t.err)
+				c.applied(t.res, t.err, t.raw)
+				l.process(c)
+			}
+		case taskGroupApplied:
+			c.lc.busy = false
+			if !c.lc.closed {
+				c.groupApplied(t.group, t.err)
 				l.process(c)
 			}
 		case taskKill:
@@ -418,27 +433,38 @@ func (l *eventLoop) readable(c *conn) {
 // halted c (what it sends afterwards is read and never run).
 func (l *eventLoop) process(c *conn) {
 	for !c.lc.busy && !c.closing && !c.halted && !c.lc.throttled {
-		args, err := c.rd.Next()
-		if c.tooLarge(args, err) {
-			continue
-		}
-		if err != nil {
-			var pe *resp.ProtocolError
-			if errors.As(err, &pe) {
-				c.reply(resp.Err("ERR " + pe.Error()))
-			}
-			c.closing = true
-			break
-		}
+		args := c.lc.held
+		c.lc.held = nil
 		if args == nil {
-			break
+			var err error
+			args, err = c.rd.Next()
+			if c.tooLarge(args, err) {
+				continue // answered, in its place if a group is open
+			}
+			if err != nil {
+				var pe *resp.ProtocolError
+				if errors.As(err, &pe) {
+					c.reply(resp.Err("ERR " + pe.Error()))
+				}
+				c.closing = true
+				break
+			}
+			if args == nil {
+				break
+			}
+			if c.lc.group != nil && !c.groupable(args) {
+				// The end of a run of pipelined writes: they go first.
+				c.lc.held = args
+				break
+			}
 		}
 		c.touch(l.now)
 		c.srv.stats.commands.Add(1)
 		c.qbuf = c.rd.Buffered()
 		cs, isConn := lookupConn(args[0])
 		if isConn && cs.flags&mayBlock != 0 && c.multi == nil ||
-			l.async != nil && !c.asyncKeyspace(isConn, args) && !c.answeredLocally(cs, isConn) {
+			l.async != nil && !c.asyncKeyspace(isConn, args) && !c.answeredLocally(cs, isConn) ||
+			!isConn && c.longRead(args) {
 			// A command that may wait: WAIT, DEBUG SLEEP, and with a
 			// backend whose commands wait (the cluster) anything but a
 			// write that can start with StartApply or a request the
@@ -458,6 +484,9 @@ func (l *eventLoop) process(c *conn) {
 		if c.outLen()+len(c.lc.wbuf)-c.lc.woff > maxPendingOutput {
 			c.lc.throttled = true // write lifts it once the output drains
 		}
+	}
+	if c.lc.group != nil && !c.lc.busy {
+		l.sendGroup(c) // pipeline.go
 	}
 	l.markDirty(c)
 	l.updateInterest(c)
@@ -492,6 +521,9 @@ func (c *conn) answeredLocally(cs *connSpec, isConn bool) bool {
 // connection is busy until its outcome comes back as taskApplied. A
 // backend that cannot start it without waiting gets it on a goroutine.
 func (c *conn) applyAsync(cmd fsm.Command) {
+	if c.joinGroup(cmd) {
+		return // answered with its pipeline's group (pipeline.go)
+	}
 	l := c.lc.lp
 	done := func(res fsm.Result, err error) {
 		l.post(loopTask{kind: taskApplied, c: c, res: res, err: err})
@@ -534,8 +566,16 @@ func (c *conn) readerAsync() bool { return c.lc.lp != nil && c.lc.lp.reader != n
 // applyAsync starts a write: its outcome comes back as taskApplied.
 func (c *conn) readAsync(cmd fsm.Command) {
 	l := c.lc.lp
+	spec := c.adm.spec
 	done := func(res fsm.Result, err error) {
-		l.post(loopTask{kind: taskApplied, c: c, res: res, err: err})
+		t := loopTask{kind: taskApplied, c: c, res: res, err: err}
+		if err == nil && bigReply(spec, res) {
+			// Encoded here, off the loop: a million keys' KEYS took the
+			// loop some 100 ms to encode, every other client waiting.
+			t.raw = res.Reply.AppendProto(nil, c.protocol())
+			t.res.Reply = resp.Reply{}
+		}
+		l.post(t)
 	}
 	c.lc.busy, c.lc.pending = true, true
 	ok := false
@@ -570,13 +610,15 @@ func (c *conn) startApply(cmd fsm.Command, done func(fsm.Result, error)) bool {
 	return ok
 }
 
-// errInternal answers a command whose backend call panicked.
-var errInternal = errors.New("internal error")
-
 // applied finishes a write that applyAsync started, with run's recovery.
-func (c *conn) applied(res fsm.Result, err error) {
+func (c *conn) applied(res fsm.Result, err error, raw []byte) {
 	defer func() { c.endCommand(time.Since(c.lc.started)) }()
 	defer c.recoverCommand()
+	if raw != nil {
+		c.db = res.DB
+		c.replyEncoded(raw)
+		return
+	}
 	c.keyspaceReply(c.adm.spec, res, err)
 }
 

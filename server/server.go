@@ -346,6 +346,26 @@ type AsyncApplier interface {
 	StartApply(cmd fsm.Command, done func(fsm.Result, error)) bool
 }
 
+// GroupApplier is implemented by an AsyncApplier that can commit a
+// connection's pipelined writes together (the cluster node): in order,
+// each seeing the effect of those before it, with one result each.
+type GroupApplier interface {
+	// StartApplyGroup begins applying cmds as one group and reports
+	// whether it could without waiting; if so, done is called exactly
+	// once, from another goroutine, with one result per command or one
+	// error for them all. cmds are not used after it returns.
+	StartApplyGroup(cmds []fsm.Command, done func([]fsm.Result, error)) bool
+	// ApplyGroup applies cmds as one group, waiting.
+	ApplyGroup(ctx context.Context, cmds []fsm.Command) ([]fsm.Result, error)
+}
+
+// LongReader is implemented by a Synchronous backend that can tell a read
+// that takes long (KEYS over a large database): the event loop runs it on
+// a goroutine of its own, so that other clients are served meanwhile.
+type LongReader interface {
+	LongRead(cmd fsm.Command) bool
+}
+
 // AsyncReader is implemented by backends whose reads wait (the cluster
 // node, for a confirmation of its leadership). A read outside MULTI on
 // the event loop starts with StartRead, and its connection waits, without

@@ -62,12 +62,12 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return err
 			}
-			dc, err := startDeadboltCluster(ctx, cfg.deadboltBin, dir, cfg.memberProcs, extra...)
+			dc, err := startDeadboltNodes(ctx, cfg.deadboltBin, dir, cfg.memberProcs, extra...)
 			if err != nil {
 				return err
 			}
 			defer dc.stop()
-			targets = append(targets, target{name: name, addr: dc.addr, pids: dc.pids, leader: dc.leader, members: dc.members,
+			targets = append(targets, target{name: name, addr: dc.leaderAddr, pids: dc.pids, leader: dc.leader, members: dc.addrs,
 				about: "3 × " + cfg.deadboltBin + how + ", Raft, data on disk (default fsync), clients on leader " + dc.leaderID})
 		case "deadbolt1":
 			addr, pids, stop, err := startDeadboltSingle(ctx, cfg.deadboltBin, root, cfg.memberProcs)

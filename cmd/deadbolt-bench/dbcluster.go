@@ -12,36 +12,61 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// dbCluster is three bin/deadbolt processes forming one Raft cluster.
-type dbCluster struct {
-	addr, leaderID string   // the leader's RESP address and id at the start
-	members        []string // every member's RESP address
-	pids           []int
-	stop           func()                                // kills the three
-	leader         func(context.Context) (string, error) // the current leader's RESP address
-}
-
 // startDeadboltCluster starts three bin/deadbolt processes forming one
 // Raft cluster, each with its data directory under root (on disk, default
-// fsync), and waits until all three agree on a leader.
-func startDeadboltCluster(ctx context.Context, bin, root string, maxProcs int, extra ...string) (*dbCluster, error) {
+// fsync), and waits until all three agree on a leader. It returns the
+// leader's RESP address and id and the processes' ids; stop kills the
+// three; leader finds the current leader's RESP address.
+func startDeadboltCluster(ctx context.Context, bin, root string, maxProcs int, extra ...string) (addr, leaderID string, pids []int, stop func(), leader func(context.Context) (string, error), err error) {
+	c, err := startDeadboltNodes(ctx, bin, root, maxProcs, extra...)
+	if err != nil {
+		return "", "", nil, nil, nil, err
+	}
+	return c.leaderAddr, c.leaderID, c.pids, c.stop, c.leader, nil
+}
+
+// dbCluster is a running three-node cluster of bin/deadbolt processes.
+type dbCluster struct {
+	addrs                []string // the nodes' RESP addresses
+	leaderID, leaderAddr string   // when it started
+	pids                 []int
+	stop                 func()
+	leader               func(context.Context) (string, error)
+}
+
+// follower returns the RESP address of a node that was not the leader
+// when the cluster started.
+func (c *dbCluster) follower() string {
+	for _, a := range c.addrs {
+		if a != c.leaderAddr {
+			return a
+		}
+	}
+	return ""
+}
+
+// startDeadboltNodes is startDeadboltCluster, returning every node's
+// address.
+func startDeadboltNodes(ctx context.Context, bin, root string, maxProcs int, extra ...string) (*dbCluster, error) {
+	var (
+		pids []int
+		stop func()
+	)
+	fail := func(err error) (*dbCluster, error) { return nil, err }
 	path, err := exec.LookPath(bin)
 	if err != nil {
-		return nil, fmt.Errorf("deadbolt: %w (run make build, or pass -deadbolt-bin)", err)
+		return fail(fmt.Errorf("deadbolt: %w (run make build, or pass -deadbolt-bin)", err))
 	}
 	ports, err := freePorts(6)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	var peers []string
 	for i := range 3 {
 		peers = append(peers, fmt.Sprintf("n%d=%s", i+1, loopback(ports[3+i])))
 	}
-	var (
-		procs []*proc
-		pids  []int
-	)
-	stop := func() {
+	var procs []*proc
+	stop = func() {
 		for _, p := range procs {
 			p.stop()
 		}
@@ -56,7 +81,7 @@ func startDeadboltCluster(ctx context.Context, bin, root string, maxProcs int, e
 		p, err := startProc("deadbolt-"+id, root, maxProcs, path, args...)
 		if err != nil {
 			stop()
-			return nil, err
+			return fail(err)
 		}
 		procs = append(procs, p)
 		pids = append(pids, p.cmd.Process.Pid)
@@ -65,13 +90,13 @@ func startDeadboltCluster(ctx context.Context, bin, root string, maxProcs int, e
 	id, addr, err := waitLeader(ctx, respAddrs, procs)
 	if err != nil {
 		stop()
-		return nil, err
+		return fail(err)
 	}
 	leader := func(ctx context.Context) (string, error) {
 		_, addr, err := waitLeader(ctx, respAddrs, procs)
 		return addr, err
 	}
-	return &dbCluster{addr: addr, leaderID: id, members: respAddrs, pids: pids, stop: stop, leader: leader}, nil
+	return &dbCluster{addrs: respAddrs, leaderID: id, leaderAddr: addr, pids: pids, stop: stop, leader: leader}, nil
 }
 
 // startDeadboltSingle starts one bin/deadbolt process with a data

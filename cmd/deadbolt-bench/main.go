@@ -71,6 +71,12 @@ type config struct {
 	etcdBin     string
 	workDir     string
 	memberProcs int
+
+	pipeline      bool   // the pipeline table instead (pipeline.go)
+	pipelineDepth int    // commands per pipeline
+	baseBin       string // with pipeline: another build to compare with
+	longRead      bool   // the PING-during-KEYS/SCAN table instead (pipeline.go)
+	keys          int    // with longRead: keys in the database
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -96,8 +102,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.etcdBin, "etcd", "etcd", "with -cluster: etcd `binary` to start (Debian etcd-server)")
 	fs.IntVar(&cfg.memberProcs, "member-procs", 1, "with -cluster: GOMAXPROCS of each deadbolt node and etcd member (0: Go's default, one per core); three members share this machine's cores, and with one each their runtimes do not spin for cores the others are using")
 	fs.StringVar(&cfg.workDir, "work-dir", "", "with -cluster: `directory` under which the servers' data directories are made (default: $TMPDIR); it must be on a real disk for the fsync figures to mean anything")
+	fs.BoolVar(&cfg.pipeline, "pipeline", false, "measure pipelines of SETs on one connection instead: a three-node cluster of -deadbolt-bin (leader and follower), of -base-bin if set, and redis-server")
+	fs.IntVar(&cfg.pipelineDepth, "pipeline-depth", 1000, "with -pipeline: commands per pipeline")
+	fs.StringVar(&cfg.baseBin, "base-bin", "", "with -pipeline: another deadbolt `binary` (say, a build of main) measured the same way, as the reference")
+	fs.BoolVar(&cfg.longRead, "longread", false, "measure instead another client's PING latency during KEYS * and a full SCAN over -keys keys: one in-memory bin/deadbolt, a three-node cluster's leader, redis-server")
+	fs.IntVar(&cfg.keys, "keys", 1_000_000, "with -longread: keys in the database")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	if cfg.pipelineDepth < 1 || cfg.keys < 1 {
+		return cfg, errors.New("-pipeline-depth and -keys must be positive")
 	}
 	for f := range strings.SplitSeq(*systems, ",") {
 		f = strings.TrimSpace(f)
@@ -155,6 +169,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if cfg.pipeline {
+		return runPipeline(ctx, cfg, stdout, stderr)
+	}
+	if cfg.longRead {
+		return runLongRead(ctx, cfg, stdout, stderr)
 	}
 	if cfg.cluster {
 		return runCluster(ctx, cfg, stdout, stderr)
