@@ -65,3 +65,25 @@ func BenchmarkApplyLPushLongList(b *testing.B) {
 		f.Apply(int64(i), pop)
 	}
 }
+
+// BenchmarkMaxmemoryOn100k is the entry that sets a limit where there was
+// none over 100,000 lock-sized keys (the count every key once under the
+// apply costs), and the one that takes it off again.
+func BenchmarkMaxmemoryOn100k(b *testing.B) {
+	f := New(Options{})
+	defer f.Close()
+	for i := range 100_000 {
+		f.Apply(0, Command{Args: toArgs([]string{"SET", "lock:" + strconv.Itoa(i), "owner-uuid:1", "PX", "30000"})})
+	}
+	on := Command{Args: toArgs([]string{"__setconfig", "maxmemory", "1000000000"})}
+	off := Command{Args: toArgs([]string{"__setconfig", "maxmemory", "0"})}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f.Apply(0, on)
+		if used, _ := f.LogicalMemory(); used == 0 {
+			b.Fatal("nothing counted")
+		}
+		f.Apply(0, off)
+	}
+}
