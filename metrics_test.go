@@ -109,13 +109,22 @@ func TestMetricsSingleNode(t *testing.T) {
 	if got, want := keys[`deadbolt_logical_memory_bytes`], float64(10*6+10*7+20*5+5+1); got != want {
 		t.Errorf("logical memory %v, want %v", got, want)
 	}
-	// What maxmemory limits: the keys' MEMORY USAGE, summed.
+	// What maxmemory limits is counted only while there is a limit:
+	// without one the series is absent.
+	if got, ok := keys[`deadbolt_maxmemory_used_bytes`]; ok || keys[`deadbolt_maxmemory_bytes`] != 0 {
+		t.Errorf("no maxmemory: maxmemory used %v (present %v), maxmemory %v", got, ok, keys[`deadbolt_maxmemory_bytes`])
+	}
+	// Set, it is the keys' MEMORY USAGE, summed.
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1gb").Err(); err != nil {
+		t.Fatal(err)
+	}
 	var usage int64
 	for _, k := range append(rdb.Keys(ctx, "lock:*").Val(), "plain") {
 		usage += rdb.MemoryUsage(ctx, k).Val()
 	}
-	if got := keys[`deadbolt_maxmemory_used_bytes`]; got != float64(usage) || usage == 0 || keys[`deadbolt_maxmemory_bytes`] != 0 {
-		t.Errorf("maxmemory used %v (MEMORY USAGE adds up to %d), maxmemory %v", got, usage, keys[`deadbolt_maxmemory_bytes`])
+	limited := waitScrape(t, n.HTTPAddr(), func(m map[string]float64) bool { return m[`deadbolt_maxmemory_bytes`] == 1<<30 })
+	if got := limited[`deadbolt_maxmemory_used_bytes`]; got != float64(usage) || usage == 0 || limited[`deadbolt_maxmemory_bytes`] != 1<<30 {
+		t.Errorf("maxmemory used %v (MEMORY USAGE adds up to %d), maxmemory %v", got, usage, limited[`deadbolt_maxmemory_bytes`])
 	}
 	if after[`deadbolt_pubsub_channels`] != 1 || after[`deadbolt_connections`] < 2 {
 		t.Errorf("channels %v, connections %v", after[`deadbolt_pubsub_channels`], after[`deadbolt_connections`])

@@ -24,8 +24,9 @@ redis.call('publish', KEYS[2], ARGV[1])
 return 1`
 )
 
-func BenchmarkApplySet(b *testing.B) {
-	f := New(Options{})
+func BenchmarkApplySet(b *testing.B) { benchApplySet(b, New(Options{})) }
+
+func benchApplySet(b *testing.B, f *FSM) {
 	defer f.Close()
 	cmd := Command{Args: toArgs([]string{"SET", "k", "v", "PX", "30000"})}
 	b.ReportAllocs()
@@ -47,8 +48,9 @@ func BenchmarkReadGet(b *testing.B) {
 
 // BenchmarkEvalLockUnlock applies the lock script then the unlock script
 // (EVALSHA, as Redisson 3.46+ sends them): one lock+unlock pair per op.
-func BenchmarkEvalLockUnlock(b *testing.B) {
-	f := New(Options{})
+func BenchmarkEvalLockUnlock(b *testing.B) { benchEvalLockUnlock(b, New(Options{})) }
+
+func benchEvalLockUnlock(b *testing.B, f *FSM) {
 	defer f.Close()
 	lockSHA := f.Apply(0, Command{Args: toArgs([]string{"SCRIPT", "LOAD", benchLock})}).Reply.String()
 	unlockSHA := f.Apply(0, Command{Args: toArgs([]string{"SCRIPT", "LOAD", benchUnlock})}).Reply.String()

@@ -194,7 +194,9 @@ func (f *FSM) Apply(now int64, cmd Command) Result {
 	c := &f.applyCtx
 	*c = Ctx{f: f, now: f.advance(now), startVersion: f.version, oom: f.mem.overLimit()}
 	r := c.run(cmd)
-	f.memSettle()
+	if f.mem.memOn() {
+		f.memSettle()
+	}
 	*c = Ctx{} // keep nothing of the command alive
 	return r
 }

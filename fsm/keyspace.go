@@ -98,7 +98,9 @@ func (c *Ctx) lookup(key []byte) *Value {
 	if v == nil {
 		return nil
 	}
-	c.memNote(v.keyString(key)) // its size before the command (maxmemory.go; not on the read path)
+	if c.f.mem.memOn() {
+		c.memNote(v.keyString(key)) // its size before the command (maxmemory.go; not on the read path)
+	}
 	if v.expired(c.now) {
 		if !c.readOnly {
 			c.removeExpired(v.keyString(key), v)
@@ -125,7 +127,9 @@ func (c *Ctx) lookupKind(key []byte, kind Kind) (v *Value, ok bool) {
 func (c *Ctx) put(key []byte, v *Value) {
 	c.mustWrite()
 	k := string(key)
-	c.memNote(k)
+	if c.f.mem.memOn() {
+		c.memNote(k)
+	}
 	c.f.version++
 	v.Version = c.f.version
 	v.name = k
@@ -192,7 +196,9 @@ func (c *Ctx) removeAs(k string, tomb uint64, expired bool) {
 	if !ok {
 		return
 	}
-	c.memNote(k)
+	if c.f.mem.memOn() {
+		c.memNote(k)
+	}
 	if v.lock != 0 {
 		c.lockGone(v, expired)
 	}

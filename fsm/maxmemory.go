@@ -20,12 +20,21 @@ import (
 // command when used_memory > maxmemory; the decision is made where the
 // entry is applied, so every node refuses the same writes.
 //
-// The total is kept incrementally. The first time a command meets a key
-// (lookup, put, remove on the apply path) the key's size before the
-// command is noted; when the command is done, each noted key's size
-// now replaces it. A key is never measured unless a command touched it,
-// and a command costs what measuring its own keys costs. A flush drops
-// its databases' totals at once; a restore counts once.
+// The size is kept only while maxmemory is set: without a limit nothing
+// reads it, and measuring would cost every write (a fifth of a SET's
+// apply). The apply that sets a limit where there was none counts every
+// key once (O(keys)); the apply that sets it back to 0 drops the totals.
+// Both are log entries, so every replica starts and stops counting at
+// the same index, and a restore counts only if the restored settings
+// have a limit. Without one, the hot path pays one predictable branch
+// (memOn) before memNote and memSettle.
+//
+// While it is kept, the total is kept incrementally. The first time a
+// command meets a key (lookup, put, remove on the apply path) the key's
+// size before the command is noted; when the command is done, each noted
+// key's size now replaces it. A key is never measured unless a command
+// touched it, and a command costs what measuring its own keys costs. A
+// flush drops its databases' totals at once.
 //
 // The size counts each value as if its encoding were decided by its
 // content with Redis's default thresholds (as after a restore), not by
@@ -80,18 +89,26 @@ func init() {
 		if err != nil || n < 0 {
 			return false
 		}
+		was := f.mem.limit
 		f.mem.limit = n
-		if n == 0 {
+		switch {
+		case n == 0:
 			delete(f.settings, "maxmemory") // snapshots stay version 1
-		} else {
-			f.settings["maxmemory"] = strconv.FormatInt(n, 10)
+			f.memStop()
+			return true
+		case was == 0:
+			// Nothing was noted while there was no limit (memOn), so
+			// no command's notes are lost: count from scratch.
+			f.memRecount()
 		}
+		f.settings["maxmemory"] = strconv.FormatInt(n, 10)
 		return true
 	}
 }
 
 // LogicalMemory returns the logical size of the data (INFO memory) and
-// the maxmemory limit (0 for none).
+// the maxmemory limit (0 for none). The size is counted only while there
+// is a limit: without one it is 0.
 func (f *FSM) LogicalMemory() (used, limit int64) { return f.mem.total, f.mem.limit }
 
 // OverMaxmemoryFunc returns a function that reports whether the logical
@@ -112,6 +129,11 @@ func (f *FSM) MemoryRefusal(cmd Command) (r resp.Reply, ok bool) {
 
 // overLimit is Redis's out-of-memory state for the next command.
 func (m *memAccount) overLimit() bool { return m.limit > 0 && m.total > m.limit }
+
+// memOn is whether the logical size is kept: while maxmemory is set. The
+// apply path tests it before memNote and memSettle, so that without a
+// limit a write pays this one branch and nothing else.
+func (m *memAccount) memOn() bool { return m.limit > 0 }
 
 // accountSize is a key's share of the logical size (see above).
 func accountSize(v *Value, keyLen int) int64 {
@@ -153,7 +175,8 @@ func listSizeBounded(l *List) int64 {
 }
 
 // memNote records key's size before the command, the first time the
-// command meets it. Reads served outside the log note nothing.
+// command meets it. Reads served outside the log note nothing. Callers
+// test memOn first (a call's arguments cost even when it returns at once).
 func (c *Ctx) memNote(key string) {
 	if c.readOnly {
 		return
@@ -185,6 +208,9 @@ func (c *Ctx) memNote(key string) {
 // memFlushed drops a flushed database's size (every one for db < 0).
 func (c *Ctx) memFlushed(db int) {
 	m := &c.f.mem
+	if !m.memOn() {
+		return
+	}
 	kept := m.dirty[:0]
 	for _, s := range m.dirty {
 		if db < 0 || s.db == db {
@@ -222,7 +248,20 @@ func (f *FSM) memSettle() {
 	m.over.Store(m.overLimit())
 }
 
-// memRecount measures every key (a restore).
+// memStop drops the totals and the notes: the limit is gone, and with it
+// the counting (memOn).
+func (f *FSM) memStop() {
+	m := &f.mem
+	clear(m.dirty)
+	m.dirty = m.dirty[:0]
+	m.index = nil
+	m.used = [NumDBs]int64{}
+	m.total = 0
+	m.over.Store(false)
+}
+
+// memRecount measures every key: when a limit is set where there was
+// none, and on a restore with a limit.
 func (f *FSM) memRecount() {
 	m := &f.mem
 	m.total = 0

@@ -56,7 +56,21 @@ func memLog(rng *rand.Rand, n int) (times []int64, cmds []Command) {
 		func() []string { return []string{"FLUSHALL"} },
 	}
 	for i := range cmds {
-		if rng.Intn(3) == 0 {
+		switch r := rng.Intn(60); {
+		case r == 0:
+			// The limit switched on, changed or off (counting starts
+			// and stops with it).
+			cmds[i] = Command{Args: toArgs([]string{"__setconfig", "maxmemory", memLimit(rng)})}
+		case r == 1:
+			// ... and in the middle of a transaction, between writes.
+			cmds[i] = Command{DB: rng.Intn(2), Tx: [][][]byte{
+				toArgs(gens[rng.Intn(3)]()),
+				toArgs([]string{"__setconfig", "maxmemory", memLimit(rng)}),
+				toArgs(gens[rng.Intn(3)]()),
+				toArgs([]string{"__setconfig", "maxmemory", memLimit(rng)}),
+				toArgs(gens[rng.Intn(3)]()),
+			}}
+		case r < 20:
 			g := rng.Intn(len(gens))
 			if g == len(gens)-1 && rng.Intn(20) != 0 {
 				g = 0
@@ -65,6 +79,18 @@ func memLog(rng *rand.Rand, n int) (times []int64, cmds []Command) {
 		}
 	}
 	return times, cmds
+}
+
+// memLimit is a maxmemory for memLog: none, one the log rarely reaches, or
+// one it passes (writes are then refused until DEL and FLUSHALL make room).
+func memLimit(rng *rand.Rand) string {
+	switch rng.Intn(3) {
+	case 0:
+		return "0"
+	case 1:
+		return strconv.Itoa(1<<20 + rng.Intn(1<<20))
+	}
+	return strconv.Itoa(500 + rng.Intn(20000))
 }
 
 // recount is the logical size by measuring every key.
@@ -80,45 +106,75 @@ func recount(f *FSM) int64 {
 
 // TestLogicalMemoryIncremental checks the running total against a full
 // count after every command of random logs, and that a restore from a
-// snapshot (and a replica applying the same log) has the same total.
+// snapshot (and a replica applying the same log) has the same total. The
+// logs switch maxmemory on and off (alone and inside transactions): the
+// size is counted only while there is a limit, from a full count at the
+// entry that sets it, and is 0 without one.
 func TestLogicalMemoryIncremental(t *testing.T) {
 	for seed := int64(1); seed <= 8; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			times, cmds := memLog(rand.New(rand.NewSource(seed)), 1500)
+			rng := rand.New(rand.NewSource(seed))
+			times, cmds := memLog(rng, 1500)
 			a, b := New(Options{}), New(Options{})
 			defer a.Close()
 			defer b.Close()
+			if seed%2 == 0 {
+				// A limit from the start (--maxmemory).
+				start := Command{Args: toArgs([]string{"__setconfig", "maxmemory", memLimit(rng)})}
+				a.Apply(0, start)
+				b.Apply(0, start)
+			}
 			peak := int64(0)
+			var on, off, starts, refused int
 			for i := range cmds {
-				if i%500 == 250 {
+				if i%500 == 250 || i%500 == 400 {
 					c := New(Options{})
 					if err := c.Restore(bytes.NewReader(snapshotBytes(t, a))); err != nil {
 						t.Fatal(err)
 					}
-					if got, _ := c.LogicalMemory(); got != a.mem.total {
-						t.Fatalf("command %d: restored total %d, the state machine's %d", i, got, a.mem.total)
+					if got, limit := c.LogicalMemory(); got != a.mem.total || limit != a.mem.limit || c.mem.over.Load() != a.mem.over.Load() {
+						t.Fatalf("command %d: restored total %d limit %d, the state machine's %d and %d", i, got, limit, a.mem.total, a.mem.limit)
 					}
 					b.Close()
 					b = c
 				}
-				a.Apply(times[i], cmds[i])
+				wasOn := a.mem.limit > 0
+				r := a.Apply(times[i], cmds[i])
 				b.Apply(times[i], cmds[i])
+				if r.Reply.IsError() && bytes.Contains(r.Reply.Str, []byte("OOM")) {
+					refused++
+				}
 				want := recount(a)
+				if a.mem.limit == 0 {
+					off++
+					want = 0 // not counted
+				} else {
+					on++
+					if !wasOn {
+						starts++
+					}
+				}
 				if a.mem.total != want {
-					t.Fatalf("command %d %q %q: total %d, a full count %d", i, cmds[i].Args, cmds[i].Tx, a.mem.total, want)
+					t.Fatalf("command %d %q %q (limit %d): total %d, want %d", i, cmds[i].Args, cmds[i].Tx, a.mem.limit, a.mem.total, want)
 				}
 				var sum int64
 				for _, u := range a.mem.used {
 					sum += u
 				}
 				if sum != want || b.mem.total != want {
-					t.Fatalf("command %d: per-db sum %d, replica %d, full count %d", i, sum, b.mem.total, want)
+					t.Fatalf("command %d: per-db sum %d, replica %d, want %d", i, sum, b.mem.total, want)
 				}
-				peak = max(peak, want)
+				if a.mem.over.Load() != (a.mem.limit > 0 && want > a.mem.limit) || b.mem.over.Load() != a.mem.over.Load() {
+					t.Fatalf("command %d: over %v, replica's %v; size %d, limit %d", i, a.mem.over.Load(), b.mem.over.Load(), want, a.mem.limit)
+				}
+				if a.mem.limit == 0 && (len(a.mem.dirty) != 0 || a.mem.index != nil) {
+					t.Fatalf("command %d: %d keys noted without a limit", i, len(a.mem.dirty))
+				}
+				peak = max(peak, recount(a))
 			}
-			t.Logf("peak logical size %d", peak)
-			if peak == 0 {
-				t.Fatal("the log never stored anything")
+			t.Logf("peak logical size %d; %d commands counted, %d not, counting started %d times, %d refused", peak, on, off, starts, refused)
+			if peak == 0 || on == 0 || off == 0 || starts == 0 {
+				t.Fatal("the log never stored anything, or never switched the limit on and off")
 			}
 		})
 	}

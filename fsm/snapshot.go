@@ -425,7 +425,11 @@ func (f *FSM) Restore(r io.Reader) error {
 	}
 	n.aclPub = f.aclPub
 	n.mem.over = f.mem.over
-	n.memRecount()
+	if n.mem.memOn() {
+		n.memRecount() // the setting was read before the keys
+	} else {
+		n.memStop()
+	}
 	*f = *n
 	f.aclPub.Store(f.users)
 	return nil

@@ -33,7 +33,7 @@ type Summary struct {
 	LocksHeld [NumLockKinds]int
 	// MaxmemoryUsed is the size maxmemory limits (MEMORY USAGE's
 	// estimate summed over the keys, maxmemory.go), Maxmemory the limit
-	// (0 for none).
+	// (0 for none: the size is then not counted, and 0).
 	MaxmemoryUsed, Maxmemory int64
 }
 

@@ -39,7 +39,7 @@ var (
 	dFunctions = desc("functions", "Functions loaded (FUNCTION LOAD).")
 	dLibraries = desc("function_libraries", "Function libraries loaded.")
 	dLogical   = desc("logical_memory_bytes", "Key names and value bytes as clients wrote them, without the structures holding them.")
-	dMaxUsed   = desc("maxmemory_used_bytes", "The size maxmemory limits: MEMORY USAGE's estimate summed over the keys (INFO memory used_memory_logical).")
+	dMaxUsed   = desc("maxmemory_used_bytes", "The size maxmemory limits: MEMORY USAGE's estimate summed over the keys (INFO memory used_memory_logical); counted, and present, only while maxmemory is set.")
 	dMaxmemory = desc("maxmemory_bytes", "The maxmemory limit; 0 for none.")
 
 	// Raft (cluster members only).
@@ -217,7 +217,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(dFunctions, float64(sum.Functions))
 	gauge(dLibraries, float64(sum.Libraries))
 	gauge(dLogical, float64(sum.Bytes))
-	gauge(dMaxUsed, float64(sum.MaxmemoryUsed))
+	if sum.Maxmemory > 0 {
+		// The size is counted only while there is a limit
+		// (fsm/DESIGN.md, "maxmemory"): without one the series is
+		// absent rather than a 0 that reads as "empty".
+		gauge(dMaxUsed, float64(sum.MaxmemoryUsed))
+	}
 	gauge(dMaxmemory, float64(sum.Maxmemory))
 }
 
