@@ -243,6 +243,13 @@ func TestMaxmemoryDecisions(t *testing.T) {
 		// The script wrote (DEL) first: it goes on.
 		{[]string{"EVAL", "redis.call('del', 'x') return redis.call('set', 'y', '1')", "0"}, resp.OK},
 		{[]string{"EVAL", unlock, "1", "lock", "owner-1"}, resp.One},
+		// A HINCRBY of a field that exists, from a script, goes (deadbolt
+		// only: countsInPlace), and the script then counts as written;
+		// one of a new field or a new key does not.
+		{[]string{"EVAL", "redis.call('hincrby', KEYS[1], 'c:1', -1) return redis.call('set', 'y', '1')", "1", "rlock"}, resp.OK},
+		{[]string{"EVAL", "return redis.call('hincrby', KEYS[1], 'c:2', 1)", "1", "rlock"}, oom},
+		{[]string{"EVAL", "return redis.call('hincrby', KEYS[1], 'c:1', 1)", "1", "nosuch"}, oom},
+		{[]string{"HGET", "rlock", "c:1"}, resp.BulkString("0")},
 		{[]string{"DEL", "y"}, resp.One},
 		{[]string{"__setconfig", "maxmemory", "-1"}, resp.Err("ERR bad replicated setting")},
 	} {
