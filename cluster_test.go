@@ -399,7 +399,7 @@ func TestClusterRedissonLockFailover(t *testing.T) {
 }
 
 // Time does not run while there is no leader: a lock's TTL is the same
-// after a leaderless pause as before it.
+// after a leaderless pause as before it (within a tick interval).
 func TestClusterTimeStopsWithoutLeader(t *testing.T) {
 	c := RunClusterT(t, 3)
 	ctx := context.Background()
@@ -431,8 +431,12 @@ func TestClusterTimeStopsWithoutLeader(t *testing.T) {
 	if err != nil || after <= 0 {
 		t.Fatalf("lock expired during a leaderless pause: PTTL %v, %v", after, err)
 	}
-	if after > before {
-		t.Fatalf("TTL grew: %v then %v", before, after)
+	// The old leader read PTTL at its own time, which may run ahead of the
+	// last entry it committed by up to the idle tick interval; the new
+	// leader's time starts from that entry (docs/SAFETY.md, "Time, clock
+	// jumps and leases"): a TTL may grow by that much, never by the pause.
+	if after > before+250*time.Millisecond {
+		t.Fatalf("TTL grew by more than a tick interval: %v then %v", before, after)
 	}
 }
 
