@@ -152,11 +152,13 @@ func TestRunNotifyFlag(t *testing.T) {
 	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != want {
 		t.Fatalf("CONFIG GET: %q %v", buf, err)
 	}
-	if err := run(context.Background(), []string{"--addr", "127.0.0.1:0", "--notify-keyspace-events", "Z"}, &out, &errb); err == nil {
+	// Their own buffers: the node above still writes to out and errb.
+	var out2, errb2 bytes.Buffer
+	if err := run(context.Background(), []string{"--addr", "127.0.0.1:0", "--notify-keyspace-events", "Z"}, &out2, &errb2); err == nil {
 		t.Error("a bad --notify-keyspace-events was accepted")
 	}
 	// Only noeviction: a lock server evicts no lock.
-	if err := run(context.Background(), []string{"--addr", "127.0.0.1:0", "--maxmemory-policy", "allkeys-lru"}, &out, &errb); err == nil {
+	if err := run(context.Background(), []string{"--addr", "127.0.0.1:0", "--maxmemory-policy", "allkeys-lru"}, &out2, &errb2); err == nil {
 		t.Error("--maxmemory-policy allkeys-lru was accepted")
 	}
 }
