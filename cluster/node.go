@@ -319,7 +319,7 @@ func NewNode(cfg Config) (*Node, error) {
 		if rl, ok := store.(*raftlog.Store); ok {
 			floor = rl.Floor
 		}
-		if err := checkData(cfg.DataDir, cfg.ID, store, floor, rc.Logger); err != nil {
+		if err := checkData(cfg.DataDir, cfg.ID, store, floor, cfg.Logger); err != nil {
 			n.closeStores()
 			return nil, err
 		}

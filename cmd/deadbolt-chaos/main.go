@@ -54,6 +54,7 @@ type config struct {
 	limit             time.Duration
 	insecure          bool
 	tlsCluster        bool
+	dataTmpfs         int64
 }
 
 func main() {
@@ -97,6 +98,7 @@ func parse(args []string, stderr io.Writer) (config, string, error) {
 	fs.BoolVar(&c.insecure, "insecure-cluster", false, "start the nodes with --insecure-cluster instead of a cluster secret (the hostile-peer nemesis then shows what a stranger can do)")
 	fs.BoolVar(&c.tlsCluster, "tls-cluster", false, "start the nodes with --tls-cluster (mutual TLS between members, certificates made for the run) instead of a cluster secret; joins go to the members' TLS client port")
 	fs.StringVar(&c.oldBin, "old-bin", "", "an older deadbolt `binary`: the upgrade nemesis swaps nodes between it and --bin (without it, no upgrade nemesis)")
+	tmpfsMB := fs.Int64("data-tmpfs", 256, "each node's data directory on a tmpfs of its own of this many `MiB`, which the disk-full nemeses fill (0: on the output directory's file system; those nemeses then do nothing)")
 	list := fs.Bool("list", false, "list the nemeses and exit")
 	inner := fs.String("inner-lab", "", "internal: run inside the lab namespace with this prefix")
 	if err := fs.Parse(args); err != nil {
@@ -114,6 +116,7 @@ func parse(args []string, stderr io.Writer) (config, string, error) {
 	if c.nodes < 3 || c.nodes > 9 {
 		return c, "", errors.New("--nodes: 3 to 9")
 	}
+	c.dataTmpfs = *tmpfsMB << 20
 	if c.seed == 0 {
 		c.seed = time.Now().UnixNano()
 	}

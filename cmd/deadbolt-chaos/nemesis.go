@@ -339,6 +339,7 @@ func (h *harness) heal(ctx context.Context) error {
 			errs = append(errs, err.Error())
 		}
 	}
+	errs = append(errs, h.healDisks(ctx)...)
 	for _, n := range h.db.nodes {
 		n.mu.Lock()
 		removed := n.removed
@@ -372,6 +373,7 @@ func (h *harness) heal(ctx context.Context) error {
 			errs = append(errs, err.Error())
 		}
 	}
+	h.healedDisks()
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
