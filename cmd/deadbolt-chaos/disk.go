@@ -158,10 +158,9 @@ func statfsFree(path string) (int64, error) {
 	return int64(st.Bavail) * int64(st.Bsize), nil
 }
 
-// fillDisk grows the ballast file beside n's data directory until leave
+// fillDisk grows the ballast file in mp, a mount point, until leave
 // bytes are free (0: until a write fails with ENOSPC).
-func fillDisk(n *node, leave int64) (string, int64, error) {
-	mp := filepath.Dir(n.dataDir)
+func fillDisk(mp string, leave int64) (string, int64, error) {
 	path := filepath.Join(mp, "ballast")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -215,7 +214,7 @@ func (h *harness) diskFull(ctx context.Context, all bool) (string, error) {
 		if r.Intn(2) == 0 {
 			leave = 0
 		}
-		path, free, err := fillDisk(n, leave)
+		path, free, err := fillDisk(filepath.Dir(n.dataDir), leave)
 		d.mu.Lock()
 		d.ballast[n] = path
 		d.mu.Unlock()

@@ -55,6 +55,7 @@ type config struct {
 	insecure          bool
 	tlsCluster        bool
 	dataTmpfs         int64
+	redisFsync        string
 }
 
 func main() {
@@ -99,6 +100,7 @@ func parse(args []string, stderr io.Writer) (config, string, error) {
 	fs.BoolVar(&c.tlsCluster, "tls-cluster", false, "start the nodes with --tls-cluster (mutual TLS between members, certificates made for the run) instead of a cluster secret; joins go to the members' TLS client port")
 	fs.StringVar(&c.oldBin, "old-bin", "", "an older deadbolt `binary`: the upgrade nemesis swaps nodes between it and --bin (without it, no upgrade nemesis)")
 	tmpfsMB := fs.Int64("data-tmpfs", 256, "each node's data directory on a tmpfs of its own of this many `MiB`, which the disk-full nemeses fill (0: on the output directory's file system; those nemeses then do nothing)")
+	fs.StringVar(&c.redisFsync, "redis-appendfsync", "always", "with --target redis and a disk nemesis: the servers' AOF appendfsync (always, everysec, no)")
 	list := fs.Bool("list", false, "list the nemeses and exit")
 	inner := fs.String("inner-lab", "", "internal: run inside the lab namespace with this prefix")
 	if err := fs.Parse(args); err != nil {
