@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/deadbolt/deadbolt/internal/tmpfs"
 )
 
@@ -98,6 +100,30 @@ func TestDiskFullAllMembers(t *testing.T) {
 	// A lock is neither taken nor released.
 	if err := lc.Del(ctx, "lock:a").Err(); err == nil || !strings.HasPrefix(err.Error(), "MISCONF") {
 		t.Fatalf("DEL on full disks: %v", err)
+	}
+	// Nor through a transaction (a proposed transaction has no Args of its
+	// own: the chaos run's disk-full-all found MULTI SET EXEC taken), with
+	// or without WATCH, through the leader and a follower. A transaction
+	// that only publishes passes, as PUBLISH does.
+	for _, i := range []int{l, f[0]} {
+		cl := client(t, c.Addr(i))
+		_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error { p.Set(ctx, "tx-refused", "x", 0); return nil })
+		if err == nil || !strings.Contains(err.Error(), "MISCONF") {
+			t.Fatalf("MULTI SET EXEC through node %d on full disks: %v, want MISCONF", i, err)
+		}
+		err = cl.Watch(ctx, func(tx *redis.Tx) error {
+			_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error { p.Del(ctx, "lock:a"); return nil })
+			return err
+		}, "lock:a")
+		if err == nil || !strings.Contains(err.Error(), "MISCONF") {
+			t.Fatalf("WATCH MULTI DEL EXEC through node %d on full disks: %v, want MISCONF", i, err)
+		}
+		if _, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error { p.Publish(ctx, "nobody", "x"); return nil }); err != nil {
+			t.Fatalf("MULTI PUBLISH EXEC through node %d on full disks: %v", i, err)
+		}
+		if n, err := cl.Exists(ctx, "tx-refused").Result(); err != nil || n != 0 {
+			t.Fatalf("tx-refused through node %d: exists %d, %v", i, n, err)
+		}
 	}
 	for i := range c.Nodes {
 		cl := client(t, c.Addr(i))

@@ -183,21 +183,35 @@ func isNoSpace(err error) bool {
 // refuseWrite returns the MISCONF error for a client write this leader
 // refuses for want of space, or nil. PUBLISH and SPUBLISH pass, as in
 // Redis (they are not write commands there), and so do the node's own
-// entries (its client address, for discovery): both are small.
+// entries (its client address, for discovery): both are small. A
+// transaction (EXEC: no Args of its own, its commands in Tx) is refused
+// unless every command it queued passes.
 func (n *Node) refuseWrite(cmd fsm.Command) error {
 	if err := n.refuseNewFormat(cmd); err != nil { // upgrade.go
 		return err
 	}
-	if n.disk == nil || len(cmd.Args) == 0 || n.disk.status() == "ok" {
+	if n.disk == nil || n.disk.status() == "ok" {
 		return nil
 	}
-	name := cmd.Args[0]
-	switch {
-	case strings.EqualFold(string(name), "publish"), strings.EqualFold(string(name), "spublish"),
-		len(name) > 2 && name[0] == '_' && name[1] == '_':
+	if len(cmd.Args) == 0 {
+		for _, c := range cmd.Tx {
+			if len(c) > 0 && !mayPassFullDisk(c[0]) {
+				return n.disk.refuse()
+			}
+		}
+		return nil
+	}
+	if mayPassFullDisk(cmd.Args[0]) {
 		return nil
 	}
 	return n.disk.refuse()
+}
+
+// mayPassFullDisk: a command proposed even when the disk is short of
+// space.
+func mayPassFullDisk(name []byte) bool {
+	return strings.EqualFold(string(name), "publish") || strings.EqualFold(string(name), "spublish") ||
+		len(name) > 2 && name[0] == '_' && name[1] == '_'
 }
 
 // A leader short of space refuses writes; if another voter has space, it
