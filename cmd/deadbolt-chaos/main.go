@@ -3,12 +3,15 @@
 // (a network namespace), drives ten clients doing Redisson-style locking,
 // a register and a list through EVAL and MULTI/EXEC, and injects faults
 // (kills, pauses, partitions, leader clock jumps, a leader's stalled disk,
-// membership changes, snapshots, restarts) alone and together. After healing it checks
+// membership changes, snapshots, restarts, full disks on a tmpfs per node,
+// failing log syncs, damaged files) alone and together. After healing it checks
 // linearizability (porcupine), mutual exclusion, that nothing acknowledged
 // was lost, that every node's state is the same, and that no node logged
 // a panic or a race; it exits 1 on any violation. With --target redis it
 // runs the lock workload against redis-server with a replica and three
-// Sentinels instead, and reports how often two clients held one lock.
+// Sentinels instead, and reports how often two clients held one lock;
+// given disk nemeses (--nemesis disk-full,corrupt-file), both servers keep
+// an AOF on a tmpfs of their own and those faults hit the primary.
 //
 // It needs root (network namespaces) and iproute2. Run it as
 // `make chaos` (DURATION=30m for a long run).
