@@ -56,6 +56,9 @@ type diskWatch struct {
 	// log is the raftlog store, if the node has one: its reserve segment
 	// in use means the disk is full.
 	log reserver
+	// peers, while set, refuses writes: the MISCONF message saying which
+	// other voters are short of space (diskquorum.go).
+	peers atomic.Pointer[string]
 }
 
 type reserver interface {
@@ -151,7 +154,7 @@ func (n *Node) Persistence() []string {
 		return nil
 	}
 	refusing := 0
-	if w.status() != "ok" {
+	if w.status() != "ok" || w.peers.Load() != nil {
 		refusing = 1
 	}
 	return []string{
@@ -190,21 +193,32 @@ func (n *Node) refuseWrite(cmd fsm.Command) error {
 	if err := n.refuseNewFormat(cmd); err != nil { // upgrade.go
 		return err
 	}
-	if n.disk == nil || n.disk.status() == "ok" {
+	if n.disk == nil {
 		return nil
 	}
+	peers := n.disk.peers.Load()
+	own := n.disk.status() != "ok"
+	if !own && peers == nil {
+		return nil
+	}
+	pass := true
 	if len(cmd.Args) == 0 {
 		for _, c := range cmd.Tx {
 			if len(c) > 0 && !mayPassFullDisk(c[0]) {
-				return n.disk.refuse()
+				pass = false
 			}
 		}
-		return nil
+	} else {
+		pass = mayPassFullDisk(cmd.Args[0])
 	}
-	if mayPassFullDisk(cmd.Args[0]) {
+	switch {
+	case pass:
 		return nil
+	case own:
+		return n.disk.refuse()
 	}
-	return n.disk.refuse()
+	n.disk.refused.Add(1)
+	return replyError{*peers}
 }
 
 // mayPassFullDisk: a command proposed even when the disk is short of

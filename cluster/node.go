@@ -430,6 +430,10 @@ func NewNode(cfg Config) (*Node, error) {
 	go n.membershipLoop()
 	go n.watchLeaders()
 	go n.watchLeaderGone()
+	if n.disk != nil {
+		n.wg.Add(1)
+		go n.watchPeerDisks() // diskquorum.go
+	}
 	return n, nil
 }
 
