@@ -30,9 +30,11 @@ import (
 // which stay the same: linearizability, mutual exclusion, guard lists,
 // convergence, node logs):
 //
-//   - disk-full-all: every node's disk full or below --min-free-disk. A
-//     write through every node must get MISCONF (never a timeout or
-//     "outcome unknown"), a read through every node must answer.
+//   - disk-full-all, and disk-full of every follower: every node's disk
+//     (or every follower's: no quorum has room) full or below
+//     --min-free-disk. A write through every node must get MISCONF (never
+//     a timeout or "outcome unknown"), a read through every node must
+//     answer.
 //   - disk-full on the leader: another node must lead within 10 s (the
 //     leader hands over to a member with space).
 //   - disk-eio: the node must exit with status 1 within 10 s, its log
@@ -136,7 +138,7 @@ func (h *harness) unmountDisks() {
 }
 
 var diskNemeses = []nemesis{
-	{name: "disk-full", what: "fill one node's data file system (a tmpfs of its own) with a ballast file, to the last byte or to 1 MiB free (below --min-free-disk); healing removes it", class: "disk-full",
+	{name: "disk-full", what: "fill one node's data file system (a tmpfs of its own), or one time in three every follower's, with a ballast file, to the last byte or to 1 MiB free (below --min-free-disk); healing removes it", class: "disk-full",
 		start: func(ctx context.Context, h *harness) (string, error) { return h.diskFull(ctx, false) }},
 	{name: "disk-full-all", what: "fill every node's data file system at once (each to the last byte or to 1 MiB free); writes must get MISCONF, reads answer", class: "disk-full",
 		start: func(ctx context.Context, h *harness) (string, error) { return h.diskFull(ctx, true) }},
@@ -167,11 +169,18 @@ func fillDisk(mp string, leave int64) (string, int64, error) {
 		return path, 0, err
 	}
 	defer f.Close()
-	free, err := statfsFree(mp)
-	if err != nil {
-		return path, 0, err
-	}
-	if grow := free - leave; grow > 0 {
+	// The node takes and frees space meanwhile (a spare segment being
+	// written, a snapshot, a compaction), and a tmpfs allocates all or
+	// nothing: measure again and retry on ENOSPC.
+	for try := 0; try < 50; try++ {
+		free, err := statfsFree(mp)
+		if err != nil {
+			return path, 0, err
+		}
+		grow := free - leave
+		if grow <= 0 {
+			break
+		}
 		st, err := f.Stat()
 		if err != nil {
 			return path, 0, err
@@ -193,7 +202,10 @@ func fillDisk(mp string, leave int64) (string, int64, error) {
 			}
 		}
 	}
-	free, err = statfsFree(mp)
+	free, err := statfsFree(mp)
+	if err == nil && free > leave+(4<<20) {
+		return path, free, fmt.Errorf("could not fill %s: %d bytes still free", mp, free)
+	}
 	return path, free, err
 }
 
@@ -203,11 +215,16 @@ func (h *harness) diskFull(ctx context.Context, all bool) (string, error) {
 		return "", errors.New("no tmpfs under the data directories (--data-tmpfs 0)")
 	}
 	l, _ := h.db.leader(ctx)
+	r := h.rng()
 	targets := h.db.nodes
+	followers := false
 	if !all {
 		targets = h.pick(h.db.nodes, 1)
+		if l != nil && r.Intn(3) == 0 {
+			// Every follower: the leader has room, no quorum has.
+			targets, followers = h.db.others(l), true
+		}
 	}
-	r := h.rng()
 	var what []string
 	for _, n := range targets {
 		leave := int64(1 << 20)
@@ -224,7 +241,10 @@ func (h *harness) diskFull(ctx context.Context, all bool) (string, error) {
 		what = append(what, fmt.Sprintf("%s %d bytes free", n.id, free))
 	}
 	detail := "filled " + strings.Join(what, ", ")
-	if all {
+	if all || followers {
+		if followers {
+			detail += " (every follower)"
+		}
 		return detail + "; " + h.probeFull(ctx), nil
 	}
 	if n := targets[0]; n == l {
@@ -240,7 +260,7 @@ func (h *harness) diskFull(ctx context.Context, all bool) (string, error) {
 	return detail, nil
 }
 
-// probeFull: with every disk full, a write through every node gets
+// probeFull: with no quorum of disks with room, a write through every node gets
 // MISCONF (within a few seconds: each node reads its free space every
 // 100 ms) and never an indeterminate error; a read through every node
 // answers.
@@ -262,16 +282,19 @@ func (h *harness) probeFull(ctx context.Context) string {
 			case strings.HasPrefix(err.Error(), "MISCONF"):
 				misconf = true
 			case chaos.Classify(err) == chaos.Info:
-				h.violation(chaos.Violation{Check: "disk-full", Detail: fmt.Sprintf("every disk full: a write through %s got an indeterminate error, not MISCONF: %v", n.id, err)})
+				h.violation(chaos.Violation{Check: "disk-full", Detail: fmt.Sprintf("no quorum with disk space: a write through %s got an indeterminate error, not MISCONF: %v", n.id, err)})
 			}
 			last = err.Error()
 			break
 		}
 		_, gerr := n.do(ctx, 3*time.Second, "GET", "chaos:disk-full:"+n.id)
 		if gerr != nil && !errors.Is(gerr, redis.Nil) {
-			h.violation(chaos.Violation{Check: "disk-full", Detail: fmt.Sprintf("every disk full: a read through %s failed: %v", n.id, gerr)})
+			h.violation(chaos.Violation{Check: "disk-full", Detail: fmt.Sprintf("no quorum with disk space: a read through %s failed: %v", n.id, gerr)})
 		}
 		if !misconf {
+			if last == "OK" {
+				h.violation(chaos.Violation{Check: "disk-full", Detail: fmt.Sprintf("no quorum with disk space, and a write through %s was still taken 5 s later", n.id)})
+			}
 			last = "no MISCONF within 5 s, last: " + last
 		} else {
 			last = "MISCONF"
