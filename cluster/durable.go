@@ -116,10 +116,10 @@ func (t *durableTransport) AppendEntriesPipeline(id raft.ServerID, target raft.S
 type durablePipeline struct {
 	raft.AppendPipeline
 	t       *durableTransport
-	answers *pipelineConsumer // pipeline.go
+	answers *pipelineConsumer // raftpipe.go
 }
 
-// Consumer is where raft reads the answers, in order (pipeline.go).
+// Consumer is where raft reads the answers, in order (raftpipe.go).
 func (p *durablePipeline) Consumer() <-chan raft.AppendFuture { return p.answers.out }
 
 func (p *durablePipeline) Close() error {

@@ -10,7 +10,7 @@ import (
 
 // raft's decoder stops reading a pipeline's answers at the first
 // unsuccessful one, and its sender may send once more before it notices
-// (pipeline.go). Over real TCP transports with raft's default of two RPCs
+// (raftpipe.go). Over real TCP transports with raft's default of two RPCs
 // in flight: a follower refuses every append, the decoder reads one answer
 // and no more, the sender sends three more and closes the pipeline. Each
 // send must return; with the transport's own pipeline the third blocks for
