@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/deadbolt/deadbolt/internal/tmpfs"
 )
 
@@ -99,6 +101,30 @@ func TestDiskFullAllMembers(t *testing.T) {
 	if err := lc.Del(ctx, "lock:a").Err(); err == nil || !strings.HasPrefix(err.Error(), "MISCONF") {
 		t.Fatalf("DEL on full disks: %v", err)
 	}
+	// Nor through a transaction (a proposed transaction has no Args of its
+	// own: the chaos run's disk-full-all found MULTI SET EXEC taken), with
+	// or without WATCH, through the leader and a follower. A transaction
+	// that only publishes passes, as PUBLISH does.
+	for _, i := range []int{l, f[0]} {
+		cl := client(t, c.Addr(i))
+		_, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error { p.Set(ctx, "tx-refused", "x", 0); return nil })
+		if err == nil || !strings.Contains(err.Error(), "MISCONF") {
+			t.Fatalf("MULTI SET EXEC through node %d on full disks: %v, want MISCONF", i, err)
+		}
+		err = cl.Watch(ctx, func(tx *redis.Tx) error {
+			_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error { p.Del(ctx, "lock:a"); return nil })
+			return err
+		}, "lock:a")
+		if err == nil || !strings.Contains(err.Error(), "MISCONF") {
+			t.Fatalf("WATCH MULTI DEL EXEC through node %d on full disks: %v, want MISCONF", i, err)
+		}
+		if _, err := cl.TxPipelined(ctx, func(p redis.Pipeliner) error { p.Publish(ctx, "nobody", "x"); return nil }); err != nil {
+			t.Fatalf("MULTI PUBLISH EXEC through node %d on full disks: %v", i, err)
+		}
+		if n, err := cl.Exists(ctx, "tx-refused").Result(); err != nil || n != 0 {
+			t.Fatalf("tx-refused through node %d: exists %d, %v", i, n, err)
+		}
+	}
 	for i := range c.Nodes {
 		cl := client(t, c.Addr(i))
 		if v, err := cl.Get(ctx, "lock:a").Result(); err != nil || v != "owner-1" {
@@ -161,6 +187,76 @@ func TestDiskFullAllMembers(t *testing.T) {
 		}
 		if n, _ := cl.Exists(ctx, "refused-0", "refused-1", "refused-2").Result(); n != 0 {
 			t.Fatalf("node %d holds %d refused writes", i, n)
+		}
+	}
+}
+
+// TestDiskFullFollowers fills only the followers' file systems (below
+// --min-free-disk): the leader has room, but no quorum has, so the leader
+// refuses writes with MISCONF, through itself and through a follower,
+// before proposing them (without that they were taken, and on disks that
+// are really full they waited for a commit that could not come and ended
+// "outcome unknown"); reads answer; once space returns writes are taken
+// again and every acknowledged one is on every node.
+func TestDiskFullFollowers(t *testing.T) {
+	const minFree = 2 << 20
+	c, mounts := diskFullCluster(t, 3, minFree, 512<<10)
+	ctx := context.Background()
+	l := c.WaitLeader()
+	f := c.Followers()
+	if err := client(t, c.Addr(l)).Set(ctx, "before", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	acked := map[string]string{"before": "1"}
+	var ballast []string
+	for _, i := range f {
+		ballast = append(ballast, tmpfs.Fill(t, mounts[i], 1<<20))
+	}
+	var last error
+	waitFor(t, 10*time.Second, "the leader to refuse writes", func() bool {
+		last = client(t, c.Addr(l)).Set(ctx, "refused", "x", 0).Err()
+		if last == nil {
+			acked["refused"] = "x"
+		}
+		return last != nil && strings.HasPrefix(last.Error(), "MISCONF") && strings.Contains(last.Error(), "too few members have disk space")
+	})
+	t.Logf("refused: %v", last)
+	if c.Leader() != l {
+		t.Fatalf("leadership moved from %d", l)
+	}
+	for _, i := range []int{l, f[0]} {
+		err := client(t, c.Addr(i)).Set(ctx, "refused-too", "x", 0).Err()
+		if err == nil || !strings.HasPrefix(err.Error(), "MISCONF") {
+			t.Fatalf("SET through node %d with the followers' disks short: %v, want MISCONF", i, err)
+		}
+		if v, err := client(t, c.Addr(i)).Get(ctx, "before").Result(); err != nil || v != "1" {
+			t.Fatalf("GET through node %d: %q %v", i, v, err)
+		}
+	}
+	if v := infoField(t, c.Addr(l), "persistence", "disk_writes_refused"); v != "1" {
+		t.Fatalf("INFO persistence on the leader: disk_writes_refused:%s", v)
+	}
+	for _, b := range ballast {
+		if err := os.Remove(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	waitFor(t, 10*time.Second, "writes to be taken again", func() bool {
+		return client(t, c.Addr(f[0])).Set(ctx, "after", "1", 0).Err() == nil
+	})
+	t.Logf("writes taken again %v after space returned", time.Since(start).Round(time.Millisecond))
+	acked["after"] = "1"
+	for i := range c.Nodes {
+		cl := client(t, c.Addr(i))
+		for k, want := range acked {
+			waitFor(t, 5*time.Second, "an acknowledged write on every node", func() bool {
+				v, err := cl.Get(ctx, k).Result()
+				return err == nil && v == want
+			})
+		}
+		if n, err := cl.Exists(ctx, "refused-too").Result(); err != nil || n != 0 {
+			t.Fatalf("a refused write on node %d: exists %d, %v", i, n, err)
 		}
 	}
 }

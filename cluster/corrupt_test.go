@@ -1,15 +1,18 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -293,6 +296,8 @@ func TestDamagedFilesOnRestart(t *testing.T) {
 			dc.stop(f)
 			dc.write(t, "b", 5, 100) // the others go on without it
 			want := tc.damage(t, dc, f)
+			var logged syncBuffer
+			dc.cfgs[f].Logger = slog.New(slog.NewTextHandler(&logged, nil))
 			n, err := dc.start(f)
 			if want.refuse != "" {
 				if err == nil {
@@ -327,6 +332,10 @@ func TestDamagedFilesOnRestart(t *testing.T) {
 			}
 			if moved, _ := os.ReadDir(filepath.Join(dc.dir(f), damagedSnapDir)); len(moved) != want.moved {
 				t.Fatalf("%d snapshots moved aside, want %d", len(moved), want.moved)
+			}
+			// The node's own log says so (raft's is discarded by the binary).
+			if got := strings.Count(logged.String(), "a damaged snapshot was moved aside"); got != want.moved {
+				t.Fatalf("the node's log tells of %d snapshots moved aside, want %d:\n%s", got, want.moved, logged.String())
 			}
 		})
 	}
@@ -527,4 +536,22 @@ func TestSoleVoterLostEntries(t *testing.T) {
 		t.Fatalf("start: %v", err)
 	}
 	t.Logf("refused: %v", err)
+}
+
+// syncBuffer is a buffer a logger may write to from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"hash/crc64"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/deadbolt/deadbolt/cluster/raftlog"
@@ -107,8 +107,10 @@ func checkSnapshot(dir string) snapInfo {
 // them, and moves damaged snapshots aside when what is left holds all the
 // node held. logs is the log store; floor, if not nil, is the first index
 // the log has recorded (raftlog: entries below it were compacted away,
-// or given up for an installed snapshot).
-func checkData(dataDir, id string, logs raft.LogStore, floor func() uint64, logger hclog.Logger) error {
+// or given up for an installed snapshot). logger is the node's own log,
+// not raft's (which the deadbolt binary discards): an operator must hear
+// of a snapshot moved aside.
+func checkData(dataDir, id string, logs raft.LogStore, floor func() uint64, logger *slog.Logger) error {
 	root := filepath.Join(dataDir, "snapshots")
 	ents, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {

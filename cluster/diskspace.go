@@ -56,6 +56,9 @@ type diskWatch struct {
 	// log is the raftlog store, if the node has one: its reserve segment
 	// in use means the disk is full.
 	log reserver
+	// peers, while set, refuses writes: the MISCONF message saying which
+	// other voters are short of space (diskquorum.go).
+	peers atomic.Pointer[string]
 }
 
 type reserver interface {
@@ -151,7 +154,7 @@ func (n *Node) Persistence() []string {
 		return nil
 	}
 	refusing := 0
-	if w.status() != "ok" {
+	if w.status() != "ok" || w.peers.Load() != nil {
 		refusing = 1
 	}
 	return []string{
@@ -183,21 +186,46 @@ func isNoSpace(err error) bool {
 // refuseWrite returns the MISCONF error for a client write this leader
 // refuses for want of space, or nil. PUBLISH and SPUBLISH pass, as in
 // Redis (they are not write commands there), and so do the node's own
-// entries (its client address, for discovery): both are small.
+// entries (its client address, for discovery): both are small. A
+// transaction (EXEC: no Args of its own, its commands in Tx) is refused
+// unless every command it queued passes.
 func (n *Node) refuseWrite(cmd fsm.Command) error {
 	if err := n.refuseNewFormat(cmd); err != nil { // upgrade.go
 		return err
 	}
-	if n.disk == nil || len(cmd.Args) == 0 || n.disk.status() == "ok" {
+	if n.disk == nil {
 		return nil
 	}
-	name := cmd.Args[0]
+	peers := n.disk.peers.Load()
+	own := n.disk.status() != "ok"
+	if !own && peers == nil {
+		return nil
+	}
+	pass := true
+	if len(cmd.Args) == 0 {
+		for _, c := range cmd.Tx {
+			if len(c) > 0 && !mayPassFullDisk(c[0]) {
+				pass = false
+			}
+		}
+	} else {
+		pass = mayPassFullDisk(cmd.Args[0])
+	}
 	switch {
-	case strings.EqualFold(string(name), "publish"), strings.EqualFold(string(name), "spublish"),
-		len(name) > 2 && name[0] == '_' && name[1] == '_':
+	case pass:
 		return nil
+	case own:
+		return n.disk.refuse()
 	}
-	return n.disk.refuse()
+	n.disk.refused.Add(1)
+	return replyError{*peers}
+}
+
+// mayPassFullDisk: a command proposed even when the disk is short of
+// space.
+func mayPassFullDisk(name []byte) bool {
+	return strings.EqualFold(string(name), "publish") || strings.EqualFold(string(name), "spublish") ||
+		len(name) > 2 && name[0] == '_' && name[1] == '_'
 }
 
 // A leader short of space refuses writes; if another voter has space, it

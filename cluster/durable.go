@@ -110,12 +110,21 @@ func (t *durableTransport) AppendEntriesPipeline(id raft.ServerID, target raft.S
 	if err != nil {
 		return nil, err
 	}
-	return &durablePipeline{AppendPipeline: p, t: t}, nil
+	return &durablePipeline{AppendPipeline: p, t: t, answers: newPipelineConsumer(p.Consumer())}, nil
 }
 
 type durablePipeline struct {
 	raft.AppendPipeline
-	t *durableTransport
+	t       *durableTransport
+	answers *pipelineConsumer // raftpipe.go
+}
+
+// Consumer is where raft reads the answers, in order (raftpipe.go).
+func (p *durablePipeline) Consumer() <-chan raft.AppendFuture { return p.answers.out }
+
+func (p *durablePipeline) Close() error {
+	p.answers.close()
+	return p.AppendPipeline.Close()
 }
 
 func (p *durablePipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {

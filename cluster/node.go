@@ -319,7 +319,7 @@ func NewNode(cfg Config) (*Node, error) {
 		if rl, ok := store.(*raftlog.Store); ok {
 			floor = rl.Floor
 		}
-		if err := checkData(cfg.DataDir, cfg.ID, store, floor, rc.Logger); err != nil {
+		if err := checkData(cfg.DataDir, cfg.ID, store, floor, cfg.Logger); err != nil {
 			n.closeStores()
 			return nil, err
 		}
@@ -430,6 +430,10 @@ func NewNode(cfg Config) (*Node, error) {
 	go n.membershipLoop()
 	go n.watchLeaders()
 	go n.watchLeaderGone()
+	if n.disk != nil {
+		n.wg.Add(1)
+		go n.watchPeerDisks() // diskquorum.go
+	}
 	return n, nil
 }
 

@@ -27,6 +27,7 @@ type harness struct {
 	clock *chaos.Clock
 	work  *workload
 	out   io.Writer
+	disk  *diskFaults
 
 	mu         sync.Mutex
 	r          *rand.Rand
@@ -68,7 +69,16 @@ func runDeadbolt(ctx context.Context, cfg config, l *lab, stdout io.Writer) (int
 		return 2, err
 	}
 	h.db = d
+	h.disk = newDiskFaults(cfg.dataTmpfs)
+	defer h.unmountDisks()
+	if err := h.mountDisks(); err != nil {
+		return 2, err
+	}
 	d.exited = func(n *node, joining bool, err error) {
+		if why := h.disk.expected(n); why != "" {
+			h.logf("%s exited: %v, as expected: %s (log %s)", n.id, err, why, n.logf)
+			return
+		}
 		h.logf("%s exited on its own: %v (log %s)", n.id, err, n.logf)
 		if !joining { // a join may give up, and is tried again
 			h.violation(chaos.Violation{Check: "crash", Detail: fmt.Sprintf("%s exited on its own (%v); see %s", n.id, err, n.logf)})

@@ -3,12 +3,15 @@
 // (a network namespace), drives ten clients doing Redisson-style locking,
 // a register and a list through EVAL and MULTI/EXEC, and injects faults
 // (kills, pauses, partitions, leader clock jumps, a leader's stalled disk,
-// membership changes, snapshots, restarts) alone and together. After healing it checks
+// membership changes, snapshots, restarts, full disks on a tmpfs per node,
+// failing log syncs, damaged files) alone and together. After healing it checks
 // linearizability (porcupine), mutual exclusion, that nothing acknowledged
 // was lost, that every node's state is the same, and that no node logged
 // a panic or a race; it exits 1 on any violation. With --target redis it
 // runs the lock workload against redis-server with a replica and three
-// Sentinels instead, and reports how often two clients held one lock.
+// Sentinels instead, and reports how often two clients held one lock;
+// given disk nemeses (--nemesis disk-full,corrupt-file), both servers keep
+// an AOF on a tmpfs of their own and those faults hit the primary.
 //
 // It needs root (network namespaces) and iproute2. Run it as
 // `make chaos` (DURATION=30m for a long run).
@@ -54,6 +57,8 @@ type config struct {
 	limit             time.Duration
 	insecure          bool
 	tlsCluster        bool
+	dataTmpfs         int64
+	redisFsync        string
 }
 
 func main() {
@@ -97,6 +102,8 @@ func parse(args []string, stderr io.Writer) (config, string, error) {
 	fs.BoolVar(&c.insecure, "insecure-cluster", false, "start the nodes with --insecure-cluster instead of a cluster secret (the hostile-peer nemesis then shows what a stranger can do)")
 	fs.BoolVar(&c.tlsCluster, "tls-cluster", false, "start the nodes with --tls-cluster (mutual TLS between members, certificates made for the run) instead of a cluster secret; joins go to the members' TLS client port")
 	fs.StringVar(&c.oldBin, "old-bin", "", "an older deadbolt `binary`: the upgrade nemesis swaps nodes between it and --bin (without it, no upgrade nemesis)")
+	tmpfsMB := fs.Int64("data-tmpfs", 256, "each node's data directory on a tmpfs of its own of this many `MiB`, which the disk-full nemeses fill (0: on the output directory's file system; those nemeses then do nothing)")
+	fs.StringVar(&c.redisFsync, "redis-appendfsync", "always", "with --target redis and a disk nemesis: the servers' AOF appendfsync (always, everysec, no)")
 	list := fs.Bool("list", false, "list the nemeses and exit")
 	inner := fs.String("inner-lab", "", "internal: run inside the lab namespace with this prefix")
 	if err := fs.Parse(args); err != nil {
@@ -114,6 +121,7 @@ func parse(args []string, stderr io.Writer) (config, string, error) {
 	if c.nodes < 3 || c.nodes > 9 {
 		return c, "", errors.New("--nodes: 3 to 9")
 	}
+	c.dataTmpfs = *tmpfsMB << 20
 	if c.seed == 0 {
 		c.seed = time.Now().UnixNano()
 	}

@@ -339,6 +339,7 @@ func (h *harness) heal(ctx context.Context) error {
 			errs = append(errs, err.Error())
 		}
 	}
+	errs = append(errs, h.healDisks(ctx)...)
 	for _, n := range h.db.nodes {
 		n.mu.Lock()
 		removed := n.removed
@@ -372,6 +373,7 @@ func (h *harness) heal(ctx context.Context) error {
 			errs = append(errs, err.Error())
 		}
 	}
+	h.healedDisks()
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
@@ -420,17 +422,16 @@ func (h *harness) pick(ns []*node, k int) []*node {
 	return cp[:min(k, len(cp))]
 }
 
-// schedule is the order of faults: every nemesis alone, then the combos,
-// in an order fixed by the seed; a longer run continues at random.
+// schedule is the order of faults: every nemesis alone and the combos,
+// in an order fixed by the seed (mixed, so that a run too short for all of
+// them still has some of each); a longer run continues at random.
 func schedule(r *rand.Rand) [][]string {
 	var s [][]string
 	for _, n := range nemeses {
 		s = append(s, []string{n.name})
 	}
+	s = append(s, combos...)
 	r.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
-	for _, c := range combos {
-		s = append(s, c)
-	}
 	return s
 }
 

@@ -28,6 +28,7 @@ type node struct {
 	dir, dataDir    string
 	clockFile, logf string
 	stallFile       string // while it exists, the node's log syncs wait
+	failFile        string // while it exists, the node's log syncs fail with EIO
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -92,6 +93,7 @@ func newDB(bin string, l *lab, n int, out string, extra []string, logf func(stri
 		nd.dataDir = filepath.Join(nd.dir, "data")
 		nd.clockFile = filepath.Join(nd.dir, "clock-offset-ms")
 		nd.stallFile = filepath.Join(nd.dir, "disk-stall")
+		nd.failFile = filepath.Join(nd.dir, "disk-fail")
 		nd.logf = filepath.Join(out, nd.id+".log")
 		if err := os.MkdirAll(nd.dir, 0o755); err != nil {
 			return nil, err
@@ -148,7 +150,7 @@ func (d *db) start(n *node, join string) error {
 	fmt.Fprintf(logf, "=== harness: start %s at %s (join %q)\n", n.id, time.Now().Format(time.RFC3339Nano), join)
 	args := []string{"netns", "exec", d.lab.hostNS(n.idx), d.bin,
 		"--id", n.id, "--addr", n.addr, "--raft-addr", n.raft, "--data-dir", n.dataDir,
-		"--clock-offset-file", n.clockFile, "--disk-stall-file", n.stallFile, "--log-level", "info",
+		"--clock-offset-file", n.clockFile, "--disk-stall-file", n.stallFile, "--disk-fail-file", n.failFile, "--log-level", "info",
 		"--protected-mode", "no"} // the clients come from the lab's own address
 	if d.secretFile != "" {
 		args = append(args, "--cluster-secret-file", d.secretFile)

@@ -82,15 +82,32 @@ func runRedis(ctx context.Context, cfg config, l *lab, stdout io.Writer) (int, e
 		cfg.clients, cfg.duration, cfg.seed, cfg.out)
 	primaryIP := hostIP(0)
 	var servers, sentinels []*redisProc
-	for i := 0; i < 2; i++ {
-		dir := filepath.Join(cfg.out, fmt.Sprintf("redis-h%d", i+1))
-		os.MkdirAll(dir, 0o755)
-		args := []string{"--bind", hostIP(i), "--port", "6379", "--save", "", "--appendonly", "no",
-			"--protected-mode", "no", "--dir", dir}
-		if i == 1 {
-			args = append(args, "--replicaof", primaryIP, "6379")
+	dirs := []string{filepath.Join(cfg.out, "redis-h1"), filepath.Join(cfg.out, "redis-h2")}
+	diskFaults := redisDiskFaults(cfg)
+	var aof string
+	if len(diskFaults) > 0 {
+		var undo func()
+		var err error
+		if aof, undo, err = redisDisks(cfg, dirs); err != nil {
+			return 2, err
 		}
-		servers = append(servers, &redisProc{name: fmt.Sprintf("redis-h%d", i+1), hostIdx: i, bin: "redis-server", args: args,
+		defer undo()
+		h.logf("disk faults %v on the primary; AOF on a tmpfs per server: %q", diskFaults, aof)
+	}
+	for i := 0; i < 2; i++ {
+		dir := dirs[i]
+		os.MkdirAll(dir, 0o755)
+		// A configuration file, as Sentinel expects: it rewrites the
+		// role there at a failover, so a restarted server keeps it.
+		body := fmt.Sprintf("bind %s\nport 6379\nsave \"\"\nappendonly no\nprotected-mode no\ndir %s\n%s", hostIP(i), dir, aof)
+		if i == 1 {
+			body += fmt.Sprintf("replicaof %s 6379\n", primaryIP)
+		}
+		conf := filepath.Join(cfg.out, fmt.Sprintf("redis-h%d.conf", i+1))
+		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+			return 2, err
+		}
+		servers = append(servers, &redisProc{name: fmt.Sprintf("redis-h%d", i+1), hostIdx: i, bin: "redis-server", args: []string{conf},
 			logf: filepath.Join(cfg.out, fmt.Sprintf("redis-h%d.log", i+1))})
 	}
 	var sentinelAddrs []string
@@ -187,6 +204,31 @@ func runRedis(ctx context.Context, cfg config, l *lab, stdout io.Writer) (int, e
 			continue
 		}
 		rec := faultRecord{At: h.clock.Now()}
+		if len(diskFaults) > 0 {
+			rec.Name = diskFaults[i%len(diskFaults)]
+			d, heal, err := redisDiskFault(rec.Name, h.rng(), servers[hi], dirs[hi], dirs[1-hi], l)
+			rec.Detail = fmt.Sprintf("primary %s: %s", m, d)
+			if err != nil {
+				rec.Err = err.Error()
+			}
+			h.logf("fault %s: %s %s", rec.Name, rec.Detail, rec.Err)
+			time.Sleep(8 * time.Second)
+			if heal != nil {
+				rec.Detail += "; healed: " + heal()
+			}
+			for _, s := range servers {
+				if !s.running() {
+					rec.Detail += fmt.Sprintf("; %s had exited (%s), restarted", s.name, lastLine(s.logf))
+					s.start(l)
+				}
+			}
+			rec.Healed = h.clock.Now()
+			rec.Detail += "; operations meanwhile: " + h.work.window(rec.At, rec.Healed)
+			h.faults = append(h.faults, rec)
+			h.logf("healed: %s", rec.Detail)
+			time.Sleep(10 * time.Second)
+			continue
+		}
 		if i%2 == 0 {
 			rec.Name, rec.Detail = "partition-primary", fmt.Sprintf("primary %s cut off from the replica and the sentinels", m)
 			h.lab.partition([][]int{{hi}, {1 - hi, 2}})
@@ -250,9 +292,10 @@ func (h *harness) redisReport() int {
 	}
 	fmt.Fprintf(&b, "\nfaults injected: %d\n", len(h.faults))
 	for _, f := range h.faults {
-		fmt.Fprintf(&b, "  %7.2fs-%7.2fs %-18s %s\n", time.Duration(f.At).Seconds(), time.Duration(f.Healed).Seconds(), f.Name, f.Detail)
+		fmt.Fprintf(&b, "  %7.2fs-%7.2fs %-18s %s %s\n", time.Duration(f.At).Seconds(), time.Duration(f.Healed).Seconds(), f.Name, f.Detail, f.Err)
 	}
-	fmt.Fprintf(&b, "\nlocks acquired: %d (%d critical sections)\n", acquired, len(w.sections))
+	fmt.Fprintf(&b, "\noperations: %s\n", outcomeSummary(w.ops))
+	fmt.Fprintf(&b, "locks acquired: %d (%d critical sections)\n", acquired, len(w.sections))
 	fmt.Fprintf(&b, "two clients held the same lock at once: %d times\n", overlaps)
 	fmt.Fprintf(&b, "a holder was told, within its lease, that it no longer held the lock: %d times\n", lost)
 	byCheck := map[string]int{}

@@ -33,6 +33,8 @@ func TestClassify(t *testing.T) {
 		{redisErr("TRYAGAIN no leader is available; try again"), Fail},
 		{redisErr("ERR outcome unknown: leadership changed"), Info},
 		{redisErr("ERR something new"), Info},
+		{redisErr("MISCONF writes are refused: the disk of the data directory /d is full (0 bytes free); reads keep working, writes resume when space returns"), Fail},
+		{redisErr("ERR Error running script: MISCONF"), Info},
 		{&net.OpError{Op: "dial", Err: errors.New("refused")}, Fail},
 		{&net.OpError{Op: "read", Err: errors.New("i/o timeout")}, Info},
 		{errors.New("EOF"), Info},

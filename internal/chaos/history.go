@@ -56,6 +56,12 @@ func Classify(err error) Outcome {
 		case strings.HasPrefix(msg, "EXECABORT"), strings.HasPrefix(msg, "WRONGTYPE"),
 			strings.HasPrefix(msg, "NOSCRIPT"):
 			return Fail // refused before running
+		case strings.HasPrefix(msg, "MISCONF"):
+			// A full disk. deadbolt refuses the write before proposing it,
+			// or its leader's append failed with ENOSPC having stored
+			// nothing (cluster/diskspace.go); Redis refuses the command
+			// before running it. Either way it never takes effect.
+			return Fail
 		case strings.HasPrefix(msg, "LOADING"), strings.HasPrefix(msg, "MASTERDOWN"),
 			strings.HasPrefix(msg, "READONLY"), strings.HasPrefix(msg, "NOREPLICAS"):
 			return Fail // Redis: refused, not applied
