@@ -235,7 +235,7 @@ func (c *Ctx) sortLookup(pattern, elem []byte) []byte {
 		if v.Kind != KindHash {
 			return nil
 		}
-		b, ok := v.Hash.Get(field)
+		b, ok := v.hash().Get(field)
 		if !ok {
 			return nil
 		}

@@ -118,9 +118,9 @@ func sharedInt(v *Value) bool {
 // field or value longer than hash-max-listpack-value, or one entry more
 // than hash-max-listpack-entries, converts a listpack to a hashtable.
 func (c *Ctx) hashSet(v *Value, field, value []byte) bool {
-	added := v.Hash.Set(field, value)
+	added := v.hash().Set(field, value)
 	l := &c.f.enc
-	if v.enc() != encBig && (int64(len(field)) > l.hashValue || int64(len(value)) > l.hashValue || int64(v.Hash.Len()) > l.hashEntries) {
+	if v.enc() != encBig && (int64(len(field)) > l.hashValue || int64(len(value)) > l.hashValue || int64(v.hash().Len()) > l.hashEntries) {
 		v.setEnc(encBig)
 	}
 	return added
@@ -159,8 +159,8 @@ func (l *encLimits) settleEncoding(v *Value) {
 	v.setEnc(encAuto)
 	switch v.Kind {
 	case KindHash:
-		big := int64(v.Hash.Len()) > l.hashEntries
-		v.Hash.Each(func(f, val []byte) bool {
+		big := int64(v.hash().Len()) > l.hashEntries
+		v.hash().Each(func(f, val []byte) bool {
 			big = big || int64(len(f)) > l.hashValue || int64(len(val)) > l.hashValue
 			return !big
 		})

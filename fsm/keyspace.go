@@ -221,7 +221,7 @@ func (v *Value) len() int {
 	case KindString:
 		return len(v.Str)
 	case KindHash:
-		return v.Hash.Len()
+		return v.hash().Len()
 	case KindList:
 		return v.List.Len()
 	case KindSet:

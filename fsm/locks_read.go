@@ -252,10 +252,10 @@ func (c *Ctx) describeHashLock(ks *keyspace, e *lockEntry, v *Value) bool {
 	if v.lock != shapeNone {
 		e.since = v.created()
 	}
-	if mode, ok := v.Hash.Get([]byte("mode")); ok && (string(mode) == "read" || string(mode) == "write") {
+	if mode, ok := v.hash().Get([]byte("mode")); ok && (string(mode) == "read" || string(mode) == "write") {
 		e.kind = "rwlock"
 		e.extra = []resp.Reply{resp.BulkString("mode"), resp.BulkReply(mode)}
-		v.Hash.Each(func(f, val []byte) bool {
+		v.hash().Each(func(f, val []byte) bool {
 			if string(f) != "mode" {
 				n, _ := parseInt64(val)
 				e.holders = append(e.holders, holder(f, n))
@@ -265,10 +265,10 @@ func (c *Ctx) describeHashLock(ks *keyspace, e *lockEntry, v *Value) bool {
 		e.channels = []resp.Reply{resp.BulkString(companionName("redisson_rwlock", e.name))}
 		return true
 	}
-	if v.lock != shapeHash && !holdCounts(v.Hash) {
+	if v.lock != shapeHash && !holdCounts(v.hash()) {
 		return false
 	}
-	v.Hash.Each(func(f, val []byte) bool {
+	v.hash().Each(func(f, val []byte) bool {
 		n, _ := parseInt64(val)
 		e.holders = append(e.holders, holder(f, n))
 		return true
@@ -302,7 +302,7 @@ func (c *Ctx) describeHashLock(ks *keyspace, e *lockEntry, v *Value) bool {
 
 // holdCounts reports whether a hash looks like a Redisson lock: a few
 // "<owner>:<thread>" fields holding positive counts.
-func holdCounts(h *Hash) bool {
+func holdCounts(h hashRef) bool {
 	n := h.Len()
 	if n == 0 || n > maxHoldFields {
 		return false

@@ -98,7 +98,7 @@ func objectSize(v *Value, samples int64) int64 {
 	case KindHash:
 		if v.enc() != encBig {
 			lp := newListpack()
-			v.Hash.Each(func(f, val []byte) bool {
+			v.hash().Each(func(f, val []byte) bool {
 				lp.add(f)
 				lp.add(val)
 				return true
@@ -106,12 +106,12 @@ func objectSize(v *Value, samples int64) int64 {
 			return sizeRobj + jemallocSize(lp.bytes)
 		}
 		var n, sum int64
-		v.Hash.Each(func(f, val []byte) bool {
+		v.hash().Each(func(f, val []byte) bool {
 			sum += sdsAlloc(len(f)) + sdsAlloc(len(val)) + sizeDictEntry
 			n++
 			return n < samples
 		})
-		return sizeRobj + dictSize(v.Hash.Len()) + average(sum, n, v.Hash.Len())
+		return sizeRobj + dictSize(v.hash().Len()) + average(sum, n, v.hash().Len())
 	case KindList:
 		var nodes []int64 // each node's listpack size
 		lp := newListpack()

@@ -245,8 +245,8 @@ func (v *Value) encode(e *encoder) {
 	case KindString:
 		e.bytes(v.Str)
 	case KindHash:
-		e.uvarint(uint64(v.Hash.Len()))
-		v.Hash.Each(func(f, val []byte) bool {
+		e.uvarint(uint64(v.hash().Len()))
+		v.hash().Each(func(f, val []byte) bool {
 			e.bytes(f)
 			e.bytes(val)
 			return true
@@ -269,10 +269,9 @@ func decodeValue(d *decoder, kind Kind) *Value {
 		v.Str = d.bytes()
 	case KindHash:
 		n := d.count()
-		v.Hash = NewHash()
 		for i := 0; i < n && d.err == nil; i++ {
 			f := d.bytes()
-			v.Hash.Set(f, d.bytes())
+			v.hash().Set(f, d.bytes())
 		}
 	case KindList:
 		v.List = decodeList(d)

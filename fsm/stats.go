@@ -56,12 +56,11 @@ func (f *FSM) Summary() Summary {
 func (v *Value) payload() int64 {
 	var n int64
 	switch {
-	case v.Hash != nil:
-		for _, f := range v.Hash.fields {
-			if !f.dead {
-				n += int64(len(f.name) + len(f.value))
-			}
-		}
+	case v.Kind == KindHash:
+		v.hash().Each(func(f, val []byte) bool {
+			n += int64(len(f) + len(val))
+			return true
+		})
 	case v.List != nil:
 		for i := range v.List.Len() {
 			n += int64(len(v.List.Index(i)))
