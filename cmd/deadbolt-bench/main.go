@@ -71,6 +71,13 @@ type config struct {
 	etcdBin     string
 	workDir     string
 	memberProcs int
+
+	memory     bool          // the memory table instead (memory.go)
+	memLocks   []int         // numbers of locks to load
+	memLease   time.Duration // their lease
+	memSettle  time.Duration // wait after the load before reading memory
+	memRestart int           // locks for the restart measurement (0: none)
+	memArgs    []string      // extra bin/deadbolt arguments
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -96,8 +103,22 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.etcdBin, "etcd", "etcd", "with -cluster: etcd `binary` to start (Debian etcd-server)")
 	fs.IntVar(&cfg.memberProcs, "member-procs", 1, "with -cluster: GOMAXPROCS of each deadbolt node and etcd member (0: Go's default, one per core); three members share this machine's cores, and with one each their runtimes do not spin for cores the others are using")
 	fs.StringVar(&cfg.workDir, "work-dir", "", "with -cluster: `directory` under which the servers' data directories are made (default: $TMPDIR); it must be on a real disk for the fsync figures to mean anything")
+	fs.BoolVar(&cfg.memory, "memory", false, "measure memory instead: Redisson lock hashes loaded into bin/deadbolt (a single node in memory) and redis-server, then RSS and INFO used_memory of each")
+	memLocks := fs.String("memory-locks", "500000", "with -memory: comma-separated numbers of locks")
+	fs.DurationVar(&cfg.memLease, "memory-lease", 10*time.Minute, "with -memory: the locks' lease (PEXPIRE)")
+	fs.DurationVar(&cfg.memSettle, "memory-settle", 2*time.Second, "with -memory: wait this long after the load before reading memory")
+	fs.IntVar(&cfg.memRestart, "memory-restart", 0, "with -memory: also time the restart of a single node with its data on disk holding this many locks, from its snapshot (0: no)")
+	memArgs := fs.String("deadbolt-args", "", "with -memory: extra space-separated bin/deadbolt arguments (such as --gc-percent 100)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	cfg.memArgs = strings.Fields(*memArgs)
+	for f := range strings.SplitSeq(*memLocks, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return cfg, fmt.Errorf("-memory-locks: %q is not a positive number", f)
+		}
+		cfg.memLocks = append(cfg.memLocks, n)
 	}
 	for f := range strings.SplitSeq(*systems, ",") {
 		f = strings.TrimSpace(f)
@@ -155,6 +176,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.cluster {
 		return runCluster(ctx, cfg, stdout, stderr)
+	}
+	if cfg.memory {
+		return runMemory(ctx, cfg, stdout, stderr)
 	}
 
 	if cfg.tls && (cfg.deadboltAddr != "" || cfg.redisAddr != "") {
