@@ -1,0 +1,67 @@
+package gctune
+
+import (
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+)
+
+func TestPolicyPercent(t *testing.T) {
+	p := Policy{Max: 400, Min: 25, Headroom: 64 << 20}
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 400}, {1 << 20, 400}, {16 << 20, 400}, {32 << 20, 200},
+		{128 << 20, 50}, {256 << 20, 25}, {4 << 30, 25},
+	} {
+		if got := p.Percent(c.live); got != c.want {
+			t.Errorf("Percent(%d MB) = %d, want %d", c.live>>20, got, c.want)
+		}
+	}
+}
+
+// currentGOGC reads the collector's target.
+func currentGOGC() int {
+	old := debug.SetGCPercent(100)
+	debug.SetGCPercent(old)
+	return old
+}
+
+// waitGOGC collects until the tuner has set want, or fails after a
+// deadline.
+func waitGOGC(t *testing.T, tu *Tuner, want int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for tu.Percent() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC %d after 20 s, want %d", tu.Percent(), want)
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if got := currentGOGC(); got != want {
+		t.Fatalf("the runtime's GOGC is %d, the tuner's %d", got, want)
+	}
+}
+
+// TestTunerFollowsLiveHeap: a live heap of 64 MB lowers GOGC to the
+// minimum (4 MB of headroom), and dropping it raises GOGC back to the
+// maximum.
+func TestTunerFollowsLiveHeap(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	tu := Start(Policy{Max: 400, Min: 25, Headroom: 4 << 20})
+	defer tu.Stop()
+	if got := currentGOGC(); got != 400 {
+		t.Fatalf("GOGC %d after Start, want 400", got)
+	}
+	live := make([][]byte, 64)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	waitGOGC(t, tu, 25)
+	runtime.KeepAlive(live)
+	live = nil
+	waitGOGC(t, tu, 400)
+}
