@@ -18,6 +18,9 @@ func TestHashPackedModel(t *testing.T) {
 		wasPacked := 0
 		for i := range 400 {
 			f := "f" + strconv.Itoa(i*7%23)
+			if i%3 == 0 { // a lock owner's field: its UUID is interned
+				f = lockOwnerUUID(i%4) + ":" + f
+			}
 			switch i % 5 {
 			case 3:
 				_, had := model[f]
@@ -44,7 +47,7 @@ func TestHashPackedModel(t *testing.T) {
 				}
 				model[f] = val
 			}
-			if v.Hash == nil {
+			if v.bigHash() == nil {
 				wasPacked++
 			}
 			if h.Len() != len(model) {
@@ -67,8 +70,8 @@ func TestHashPackedModel(t *testing.T) {
 				}
 			}
 		}
-		if wasPacked == 0 || v.Hash == nil {
-			t.Errorf("long %d: packed for %d steps, big at the end: %v; want both forms", long, wasPacked, v.Hash != nil)
+		if wasPacked == 0 || v.bigHash() == nil {
+			t.Errorf("long %d: packed for %d steps, big at the end: %v; want both forms", long, wasPacked, v.bigHash() != nil)
 		}
 	}
 }
@@ -88,7 +91,7 @@ func TestHashPackedCopyOnWrite(t *testing.T) {
 	if string(got) != "1" || string(other) != "abc" {
 		t.Errorf("held values changed to %q and %q", got, other)
 	}
-	if v.Hash != nil {
+	if v.bigHash() != nil {
 		t.Error("a three-field hash is not packed")
 	}
 }
@@ -104,7 +107,51 @@ func TestHashPackedLockSize(t *testing.T) {
 		v.hash().Set(field, []byte("1"))
 		packSink = v
 	})
+	if packed := len(packSink.Str); packed > 8 {
+		t.Errorf("a lock's hash is %d bytes packed, want at most 8 (the UUID interned)", packed)
+	}
 	if allocs != 2 {
 		t.Errorf("a one-field hash value takes %v allocations, want 2", allocs)
+	}
+}
+
+func lockOwnerUUID(i int) string {
+	return "b4e7c0a2-1d2c-4B8E-9f3a-7c6d5e4f3a" + strconv.Itoa(10+i)
+}
+
+// TestHashPackedInterned: fields that start with a UUID share it through
+// the prefix table; a hash of such fields gives them back whole, and a
+// field that differs from one in the UUID only is another field.
+func TestHashPackedInterned(t *testing.T) {
+	v := newHashValue()
+	h := v.hash()
+	for i := range 4 {
+		h.Set([]byte(lockOwnerUUID(i)+":"+strconv.Itoa(i)), []byte(strconv.Itoa(i)))
+	}
+	h.Set([]byte("not-a-uuid-but-36-bytes-long-xxxxxxx:1"), []byte("x"))
+	h.Set([]byte("b4e7c0a2-1d2c-4b8e-9f3a-7c6d5e4f3a10:0"), []byte("lower case, another field"))
+	if len(v.Str) > 5*8+60+30 {
+		t.Errorf("packed size %d: UUIDs not interned", len(v.Str))
+	}
+	var got []string
+	h.Each(func(f, val []byte) bool {
+		got = append(got, string(f)+"="+string(val))
+		return true
+	})
+	want := []string{
+		lockOwnerUUID(0) + ":0=0", lockOwnerUUID(1) + ":1=1", lockOwnerUUID(2) + ":2=2", lockOwnerUUID(3) + ":3=3",
+		"not-a-uuid-but-36-bytes-long-xxxxxxx:1=x", "b4e7c0a2-1d2c-4b8e-9f3a-7c6d5e4f3a10:0=lower case, another field",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("fields\n%q\nwant\n%q", got, want)
+	}
+	if val, ok := h.Get([]byte(lockOwnerUUID(2) + ":2")); !ok || string(val) != "2" {
+		t.Errorf("Get = %q %v", val, ok)
+	}
+	if _, ok := h.Get([]byte(lockOwnerUUID(2) + ":3")); ok {
+		t.Error("Get found a field with another thread")
+	}
+	if _, ok := h.Get([]byte("c4e7c0a2-1d2c-4B8E-9f3a-7c6d5e4f3a12:2")); ok {
+		t.Error("Get found a field with another UUID")
 	}
 }

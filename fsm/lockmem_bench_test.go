@@ -46,7 +46,7 @@ func BenchmarkMemoryPerLock(b *testing.B) {
 // (UUIDs) and 64 thread ids take turns.
 func redissonLock(i int) (hset, pexpire [][]byte) {
 	key := []byte("lock:entity:" + strconv.Itoa(i))
-	field := []byte("b4e7c0a2-1d2c-4b8e-9f3a-7c6d5e4f3a" + strconv.FormatInt(int64(10+i%8), 16) + ":" + strconv.Itoa(40+i%64))
+	field := []byte(fmt.Sprintf("b4e7c0a2-1d2c-4b8e-9f3a-7c6d5e4f3a%02x:%d", 16+i%8, 40+i%64))
 	return [][]byte{[]byte("hset"), key, field, []byte("1")},
 		[][]byte{[]byte("pexpire"), key, []byte("600000")}
 }

@@ -188,7 +188,7 @@ func (c *Ctx) describeStringLock(ks *keyspace, e *lockEntry, v *Value) bool {
 		e.extra = []resp.Reply{resp.BulkString("permits"), counterValue(v.Str)}
 		if z := c.live(ks, suffixedName(e.name, "timeout"), KindZSet); z != nil {
 			e.kind = "permit-semaphore"
-			z.ZSet.Each(func(m string, score float64) bool {
+			z.zset().Each(func(m string, score float64) bool {
 				exp := int64(-1)
 				if score < noExpiryScore {
 					exp = int64(score)
@@ -278,10 +278,10 @@ func (c *Ctx) describeHashLock(ks *keyspace, e *lockEntry, v *Value) bool {
 	if q := c.live(ks, companionName("redisson_lock_queue", e.name), KindList); q != nil {
 		e.kind = "fair"
 		z := c.live(ks, companionName("redisson_lock_timeout", e.name), KindZSet)
-		q.List.Each(func(id []byte) bool {
+		q.list().Each(func(id []byte) bool {
 			deadline := int64(-1)
 			if z != nil {
-				if s, ok := z.ZSet.Score(id); ok {
+				if s, ok := z.zset().Score(id); ok {
 					deadline = int64(s)
 				}
 			}

@@ -252,11 +252,11 @@ func (v *Value) encode(e *encoder) {
 			return true
 		})
 	case KindList:
-		v.List.encode(e)
+		v.list().encode(e)
 	case KindSet:
-		v.Set.encode(e)
+		v.set().encode(e)
 	case KindZSet:
-		v.ZSet.encode(e)
+		v.zset().encode(e)
 	default:
 		panic("fsm: unknown kind in keyspace")
 	}
@@ -274,11 +274,11 @@ func decodeValue(d *decoder, kind Kind) *Value {
 			v.hash().Set(f, d.bytes())
 		}
 	case KindList:
-		v.List = decodeList(d)
+		v.agg = decodeList(d)
 	case KindSet:
-		v.Set = decodeSet(d)
+		v.agg = decodeSet(d)
 	case KindZSet:
-		v.ZSet = decodeZSet(d)
+		v.agg = decodeZSet(d)
 	default:
 		d.fail(fmt.Errorf("%w: unknown kind %d", ErrSnapshotFormat, kind))
 	}

@@ -61,16 +61,16 @@ func (v *Value) payload() int64 {
 			n += int64(len(f) + len(val))
 			return true
 		})
-	case v.List != nil:
-		for i := range v.List.Len() {
-			n += int64(len(v.List.Index(i)))
+	case v.list() != nil:
+		for i := range v.list().Len() {
+			n += int64(len(v.list().Index(i)))
 		}
-	case v.Set != nil:
-		for m := range v.Set.members {
+	case v.set() != nil:
+		for m := range v.set().members {
 			n += int64(len(m))
 		}
-	case v.ZSet != nil:
-		for m := range v.ZSet.scores {
+	case v.zset() != nil:
+		for m := range v.zset().scores {
 			n += int64(len(m)) + 8
 		}
 	default:
