@@ -426,7 +426,7 @@ func cmdDBSize(c *Ctx, args [][]byte) resp.Reply {
 // with deadlines at or before now (a heap's children are never earlier
 // than their parent), so it costs O(expired entries), not O(keys).
 func (c *Ctx) expiredInDB() int {
-	h := c.f.expires.h
+	h := c.f.expires.h[c.dbIndex]
 	var seen map[string]bool
 	n := 0
 	stack := []int{0}
@@ -438,9 +438,6 @@ func (c *Ctx) expiredInDB() int {
 		}
 		stack = append(stack, 2*i+1, 2*i+2)
 		e := h[i]
-		if e.db != c.dbIndex {
-			continue
-		}
 		v := c.db.keys[e.key]
 		if v == nil || v.Deadline != e.deadline || !v.expired(c.now) {
 			continue
