@@ -68,7 +68,7 @@ func (x *expiryIndex) compact(dbs *[NumDBs]*keyspace) {
 		h := x.h[db]
 		kept := h[:0]
 		for _, e := range h {
-			if v := dbs[db].keys[e.key]; v != nil && v.Deadline == e.deadline {
+			if v := dbs[db].keys.get(e.key); v != nil && v.Deadline == e.deadline {
 				kept = append(kept, e)
 			}
 		}
@@ -133,7 +133,7 @@ func (c *Ctx) reap(limit int) int {
 		}
 		e := heap.Pop(&x.h[db]).(expiryEntry)
 		x.n--
-		v := c.f.dbs[db].keys[e.key]
+		v := c.f.dbs[db].keys.get(e.key)
 		if v == nil || v.Deadline != e.deadline {
 			continue // stale entry
 		}

@@ -69,19 +69,19 @@ func (v *Value) keyString(key []byte) string {
 
 // keyspace is one logical database.
 type keyspace struct {
-	keys map[string]*Value
+	keys *keyTable
 	scan *scanIndex // nil until a SCAN needs it
 }
 
 func newKeyspace() *keyspace {
-	return &keyspace{keys: make(map[string]*Value)}
+	return &keyspace{keys: newKeyTable()}
 }
 
 // sortedKeys returns the database's key names in byte order (including
 // keys that are expired but not yet reaped).
 func (ks *keyspace) sortedKeys() []string {
-	out := make([]string, 0, len(ks.keys))
-	for k := range ks.keys {
+	out := make([]string, 0, ks.keys.len())
+	for k := range ks.keys.all() {
 		out = append(out, k)
 	}
 	sort.Strings(out)
@@ -96,7 +96,7 @@ func (v *Value) expired(now int64) bool {
 // when the command is applied through the log (not a read on the side) it
 // is also removed, which every node does at the same point.
 func (c *Ctx) lookup(key []byte) *Value {
-	v := c.db.keys[string(key)]
+	v := c.db.keys.getBytes(key)
 	if v == nil {
 		return nil
 	}
@@ -133,7 +133,7 @@ func (c *Ctx) put(key []byte, v *Value) {
 	// events only: no lookup otherwise (SET's path).
 	x := c.db.scan
 	if x != nil || c.f.notify&notifyNew != 0 {
-		_, existed := c.db.keys[k]
+		existed := c.db.keys.get(k) != nil
 		if x != nil && !existed && !x.noteAdded(k) {
 			c.db.scan = nil
 		}
@@ -141,7 +141,7 @@ func (c *Ctx) put(key []byte, v *Value) {
 			defer c.notify(notifyNew, "new", key)
 		}
 	}
-	c.db.keys[k] = v
+	c.db.keys.set(v)
 	if v.Deadline != 0 {
 		c.f.expires.add(c.dbIndex, k, v.Deadline)
 		c.f.expires.compact(&c.f.dbs)
@@ -185,14 +185,14 @@ func (c *Ctx) remove(k string) {
 // version); expired tells the lock counters why it went.
 func (c *Ctx) removeAs(k string, tomb uint64, expired bool) {
 	c.mustWrite()
-	v, ok := c.db.keys[k]
-	if !ok {
+	v := c.db.keys.get(k)
+	if v == nil {
 		return
 	}
 	if v.lock != 0 {
 		c.lockGone(v, expired)
 	}
-	delete(c.db.keys, k)
+	c.db.keys.del(k)
 	if c.db.scan != nil {
 		c.db.scan.noteRemoved()
 	}
@@ -261,7 +261,7 @@ func (c *Ctx) flush(db int) {
 	removed := 0
 	for i := range c.f.dbs {
 		if db < 0 || i == db {
-			removed += len(c.f.dbs[i].keys)
+			removed += c.f.dbs[i].keys.len()
 		}
 	}
 	if removed > maxTombstones {
@@ -272,8 +272,8 @@ func (c *Ctx) flush(db int) {
 			continue
 		}
 		if removed <= maxTombstones {
-			keys := make([]string, 0, len(c.f.dbs[i].keys))
-			for k := range c.f.dbs[i].keys {
+			keys := make([]string, 0, c.f.dbs[i].keys.len())
+			for k := range c.f.dbs[i].keys.all() {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)

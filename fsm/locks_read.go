@@ -83,7 +83,7 @@ func cmdLocks(c *Ctx, args [][]byte) resp.Reply {
 		// Only keys that can be locks are sorted: lock-shaped strings and
 		// hashes.
 		var names []string
-		for k, v := range ks.keys {
+		for k, v := range ks.keys.all() {
 			if v.lock != shapeNone || v.Kind == KindHash {
 				if pattern == nil || stringMatch(pattern, []byte(k), false) {
 					names = append(names, k)
@@ -95,7 +95,7 @@ func cmdLocks(c *Ctx, args [][]byte) resp.Reply {
 			if len(out) >= count {
 				return resp.ArrayReply(out...)
 			}
-			v := ks.keys[name]
+			v := ks.keys.get(name)
 			if v.expired(c.now) {
 				continue
 			}
@@ -117,7 +117,7 @@ func truncName(s string) string {
 // live returns key's value in ks if it is present, of kind k and not
 // expired.
 func (c *Ctx) live(ks *keyspace, key string, k Kind) *Value {
-	v := ks.keys[key]
+	v := ks.keys.get(key)
 	if v == nil || v.Kind != k || v.expired(c.now) {
 		return nil
 	}

@@ -215,14 +215,14 @@ func (f *FSM) Snapshot(w io.Writer) error {
 	}
 
 	for i, ks := range f.dbs {
-		if len(ks.keys) == 0 {
+		if ks.keys.len() == 0 {
 			continue
 		}
 		e.uvarint(uint64(i + 1))
 		keys := ks.sortedKeys()
 		e.uvarint(uint64(len(keys)))
 		for _, k := range keys {
-			v := ks.keys[k]
+			v := ks.keys.get(k)
 			e.str(k)
 			e.w.WriteByte(byte(v.Kind))
 			e.varint(v.Deadline)
@@ -381,7 +381,7 @@ func (f *FSM) Restore(r io.Reader) error {
 			v.Deadline = deadline
 			v.Version = ver
 			v.name = key
-			ks.keys[key] = v
+			ks.keys.set(v)
 			if deadline != 0 {
 				n.expires.add(int(db-1), key, deadline)
 			}

@@ -9,12 +9,12 @@ func (f *FSM) Stats(db int) (keys, expires int) {
 		return 0, 0
 	}
 	ks := f.dbs[db]
-	for _, v := range ks.keys {
+	for _, v := range ks.keys.all() {
 		if v.Deadline != 0 {
 			expires++
 		}
 	}
-	return len(ks.keys), expires
+	return ks.keys.len(), expires
 }
 
 // Summary counts what the metrics endpoint reports of the state machine.
@@ -38,8 +38,8 @@ type Summary struct {
 func (f *FSM) Summary() Summary {
 	s := Summary{Scripts: len(f.scripts), Functions: len(f.functions), Libraries: len(f.libraries)}
 	for _, ks := range f.dbs {
-		s.Keys += len(ks.keys)
-		for k, v := range ks.keys {
+		s.Keys += ks.keys.len()
+		for k, v := range ks.keys.all() {
 			if v.Deadline != 0 {
 				s.Expires++
 			}

@@ -1,0 +1,84 @@
+package fsm
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"testing"
+)
+
+// TestKeyTableModel checks the key table against a Go map through
+// growth, splits and deletions (which shift entries back): every key
+// found, no other, the count right, iteration complete.
+func TestKeyTableModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	tab := newKeyTable()
+	model := map[string]*Value{}
+	check := func(step int) {
+		if tab.len() != len(model) {
+			t.Fatalf("step %d: len %d, want %d", step, tab.len(), len(model))
+		}
+		seen := 0
+		for k, v := range tab.all() {
+			if model[k] != v || v.name != k {
+				t.Fatalf("step %d: iteration gave %q -> %p, model %p", step, k, v, model[k])
+			}
+			seen++
+		}
+		if seen != len(model) {
+			t.Fatalf("step %d: iteration gave %d keys, want %d", step, seen, len(model))
+		}
+	}
+	const space = 60000
+	for step := range 400000 {
+		k := "key:" + strconv.Itoa(rng.IntN(space))
+		switch op := rng.IntN(10); {
+		case op < 6 && step < 250000 || op < 3:
+			v := &Value{name: k}
+			tab.set(v)
+			model[k] = v
+		case op < 9:
+			_, had := model[k]
+			if got := tab.del(k); got != had {
+				t.Fatalf("step %d: del(%s) = %v, want %v", step, k, got, had)
+			}
+			delete(model, k)
+		default:
+			if got, want := tab.get(k), model[k]; got != want {
+				t.Fatalf("step %d: get(%s) = %p, want %p", step, k, got, want)
+			}
+			if got, want := tab.getBytes([]byte(k)), model[k]; got != want {
+				t.Fatalf("step %d: getBytes(%s) = %p, want %p", step, k, got, want)
+			}
+		}
+		if step%50000 == 0 {
+			check(step)
+		}
+	}
+	check(-1)
+	for k, v := range model {
+		if tab.get(k) != v {
+			t.Fatalf("get(%s) lost", k)
+		}
+	}
+	if tab.depth == 0 {
+		t.Errorf("the table never split (depth 0 with up to %d keys)", space)
+	}
+}
+
+// BenchmarkKeyTableGet: a hit and a miss among 1,000,000 keys.
+func BenchmarkKeyTableGet(b *testing.B) {
+	tab := newKeyTable()
+	const n = 1000000
+	keys := make([]string, n)
+	for i := range n {
+		keys[i] = "lock:entity:" + strconv.Itoa(i)
+		tab.set(&Value{name: keys[i]})
+	}
+	i := 0
+	for b.Loop() {
+		if tab.get(keys[i%n]) == nil || tab.getBytes([]byte("absent:"+keys[i%n][5:])) != nil {
+			b.Fatal("wrong answer")
+		}
+		i += 7919
+	}
+}
