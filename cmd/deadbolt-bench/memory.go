@@ -144,8 +144,10 @@ var lockOwners = []string{
 	"7d1c9e3f-2a4b-4c6d-9e8f-0a1b2c3d4e5f", "e2a4c6b8-9d0f-4e1a-b3c5-d7e9f1a3b5c7",
 }
 
-// loadLocks sends n locks' commands to addr as one pipeline and reads the
-// replies, as redis-cli --pipe does.
+// loadLocks sends n locks' commands to addr pipelined in batches of
+// loadBatch locks (a batch's replies are read before the next is sent, so
+// that a node with its data on disk is not handed millions of proposals at
+// once), as redis-cli --pipe sends a file.
 func loadLocks(ctx context.Context, addr string, n int, lease time.Duration) (time.Duration, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
@@ -153,41 +155,37 @@ func loadLocks(ctx context.Context, addr string, n int, lease time.Duration) (ti
 		return 0, err
 	}
 	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
 	start := time.Now()
-	errc := make(chan error, 1)
-	go func() {
-		r := bufio.NewReaderSize(conn, 1<<16)
-		for i := 0; i < 2*n; i++ {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				errc <- err
-				return
-			}
-			if line[0] == '-' {
-				errc <- fmt.Errorf("reply %d: %s", i, strings.TrimSpace(line))
-				return
-			}
-		}
-		errc <- nil
-	}()
+	r := bufio.NewReaderSize(conn, 1<<16)
 	bw := bufio.NewWriterSize(conn, 1<<16)
 	ms := strconv.FormatInt(lease.Milliseconds(), 10)
-	for i := range n {
-		key := "lock:entity:" + strconv.Itoa(i)
-		field := lockOwners[i%len(lockOwners)] + ":" + strconv.Itoa(40+i%96)
-		writeCommand(bw, "HSET", key, field, "1")
-		writeCommand(bw, "PEXPIRE", key, ms)
+	for from := 0; from < n; from += loadBatch {
+		to := min(from+loadBatch, n)
+		for i := from; i < to; i++ {
+			key := "lock:entity:" + strconv.Itoa(i)
+			field := lockOwners[i%len(lockOwners)] + ":" + strconv.Itoa(40+i%96)
+			writeCommand(bw, "HSET", key, field, "1")
+			writeCommand(bw, "PEXPIRE", key, ms)
+		}
+		if err := bw.Flush(); err != nil {
+			return 0, err
+		}
+		for i := 2 * from; i < 2*to; i++ {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return 0, err
+			}
+			if line[0] == '-' {
+				return 0, fmt.Errorf("reply %d: %s", i, strings.TrimSpace(line))
+			}
+		}
 	}
-	if err := bw.Flush(); err != nil {
-		return 0, err
-	}
-	select {
-	case err := <-errc:
-		return time.Since(start), err
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
+	return time.Since(start), nil
 }
+
+const loadBatch = 10000
 
 func writeCommand(w *bufio.Writer, args ...string) {
 	w.WriteString("*" + strconv.Itoa(len(args)) + "\r\n")
