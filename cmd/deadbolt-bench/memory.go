@@ -9,9 +9,9 @@ package main
 // (no persistence) in the same run. Then, after -memory-settle, it reads
 // each process's resident set (VmRSS in /proc/<pid>/status) and INFO's
 // used_memory. With -memory-restart it also times a restart from a
-// snapshot: a single node with --data-dir takes the locks, RAFT SNAPSHOT,
-// is killed and started again, and the time until it answers DBSIZE with
-// every key is reported.
+// snapshot (restartTime): a single node with --data-dir holding the locks
+// takes a snapshot, is killed and started again, and the time until it
+// answers DBSIZE with every key is reported.
 
 import (
 	"bufio"
@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/deadbolt/deadbolt/fsm"
 )
 
 // memRow is one server's figures for one number of locks.
@@ -251,10 +253,19 @@ func vmRSS(pid int) (int64, error) {
 	return 0, fmt.Errorf("no VmRSS for process %d", pid)
 }
 
-// restartTime loads cfg.memRestart locks into a single node with its data
-// on disk, has it take a snapshot, kills it and starts it again: the time
-// from the start until it serves every key, and the snapshot's size.
+// restartTime times the restart of a single node with its data on disk
+// holding cfg.memRestart locks. Loading millions of locks through the Raft
+// log of a loaded machine takes minutes, so the state is built here with
+// the state machine itself (the same commands a client sends) and written
+// as a backup; a node starts from it (--restore), takes a snapshot of its
+// own (RAFT SNAPSHOT), is killed and started again (without --restore):
+// the time from that start until it answers DBSIZE with every key, and the
+// size of the snapshot files.
 func restartTime(ctx context.Context, bin, root string, cfg config) (time.Duration, int64, error) {
+	backup := filepath.Join(root, "locks.backup")
+	if err := writeLockBackup(backup, cfg.memRestart, cfg.memLease); err != nil {
+		return 0, 0, err
+	}
 	ports, err := freePorts(1)
 	if err != nil {
 		return 0, 0, err
@@ -262,18 +273,15 @@ func restartTime(ctx context.Context, bin, root string, cfg config) (time.Durati
 	addr := loopback(ports[0])
 	dir := filepath.Join(root, "deadbolt-restart")
 	args := append([]string{"--id", "s1", "--addr", addr, "--data-dir", dir, "--log-level", "warn"}, cfg.memArgs...)
-	p, err := startProc("deadbolt-restart", root, 0, bin, args...)
+	p, err := startProc("deadbolt-restart", root, 0, bin, append(args, "--restore", backup)...)
 	if err != nil {
 		return 0, 0, err
 	}
-	if _, _, err := waitLeader(ctx, []string{addr}, []*proc{p}); err != nil {
+	if err := waitServing(ctx, addr, p, 10*time.Minute, int64(cfg.memRestart)); err != nil {
 		p.stop()
 		return 0, 0, err
 	}
-	if _, err := loadLocks(ctx, addr, cfg.memRestart, cfg.memLease); err != nil {
-		p.stop()
-		return 0, 0, err
-	}
+	os.Remove(backup)
 	rc := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: 5 * time.Minute})
 	err = rc.Do(ctx, "RAFT", "SNAPSHOT").Err()
 	rc.Close()
@@ -281,17 +289,39 @@ func restartTime(ctx context.Context, bin, root string, cfg config) (time.Durati
 	if err != nil {
 		return 0, 0, fmt.Errorf("RAFT SNAPSHOT: %w", err)
 	}
-	snap := dirSize(filepath.Join(dir))
+	snap := dirSize(dir)
 	start := time.Now()
 	p, err = startProc("deadbolt-restart", root, 0, bin, args...)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer p.stop()
-	if err := waitServing(ctx, addr, p, 5*time.Minute, int64(cfg.memRestart)); err != nil {
+	if err := waitServing(ctx, addr, p, 10*time.Minute, int64(cfg.memRestart)); err != nil {
 		return 0, 0, err
 	}
 	return time.Since(start), snap, nil
+}
+
+// writeLockBackup writes a backup (the state machine's snapshot) holding n
+// Redisson locks with the given lease from now.
+func writeLockBackup(path string, n int, lease time.Duration) error {
+	f := fsm.New(fsm.Options{})
+	defer f.Close()
+	now := time.Now().UnixMilli()
+	ms := []byte(strconv.FormatInt(lease.Milliseconds(), 10))
+	for i := range n {
+		key := []byte("lock:entity:" + strconv.Itoa(i))
+		field := []byte(lockOwners[i%len(lockOwners)] + ":" + strconv.Itoa(40+i%96))
+		f.Apply(now, fsm.Command{Args: [][]byte{[]byte("hset"), key, field, []byte("1")}})
+		f.Apply(now, fsm.Command{Args: [][]byte{[]byte("pexpire"), key, ms}})
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(out, 1<<20)
+	err = errors.Join(f.Snapshot(bw), bw.Flush(), out.Close())
+	return err
 }
 
 // dirSize is the size of the snapshot files under dir.
