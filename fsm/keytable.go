@@ -47,6 +47,32 @@ func newKeyTable() *keyTable {
 	return &keyTable{seed: maphash.MakeSeed(), dir: []*keyPart{newKeyPart(0, partMin)}}
 }
 
+// reserve makes an empty table ready for about n keys, so that filling it
+// (a restore) does not grow its parts one doubling at a time.
+func (t *keyTable) reserve(n int) {
+	if t.n != 0 || n <= partMin {
+		return
+	}
+	const fill = partMax * 5 / 8 // keys a part starts with, room to spare
+	if n <= fill {
+		size := partMin
+		for size*5/8 < n {
+			size *= 2
+		}
+		t.dir = []*keyPart{newKeyPart(0, size)}
+		return
+	}
+	depth := uint(0)
+	for n>>depth > fill {
+		depth++
+	}
+	t.depth = depth
+	t.dir = make([]*keyPart, 1<<depth)
+	for i := range t.dir {
+		t.dir[i] = newKeyPart(depth, partMax)
+	}
+}
+
 func newKeyPart(depth uint, size int) *keyPart {
 	return &keyPart{depth: depth, tags: make([]uint8, size), vals: make([]*Value, size)}
 }

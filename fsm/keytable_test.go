@@ -82,3 +82,30 @@ func BenchmarkKeyTableGet(b *testing.B) {
 		i += 7919
 	}
 }
+
+// TestKeyTableReserve: a reserved table holds its keys without growing
+// and finds them all, and keeps growing past the reservation.
+func TestKeyTableReserve(t *testing.T) {
+	for _, n := range []int{3, 100, 2560, 2561, 50000} {
+		tab := newKeyTable()
+		tab.reserve(n)
+		parts, depth := len(tab.dir), tab.depth
+		for i := range n {
+			tab.set(&Value{name: strconv.Itoa(i)})
+		}
+		if len(tab.dir) != parts || tab.depth != depth {
+			t.Errorf("%d keys: the directory grew from %d to %d parts", n, parts, len(tab.dir))
+		}
+		for i := range 2 * n {
+			tab.set(&Value{name: strconv.Itoa(i)})
+		}
+		for i := range 2 * n {
+			if v := tab.get(strconv.Itoa(i)); v == nil {
+				t.Fatalf("%d keys: %d lost", n, i)
+			}
+		}
+		if tab.len() != 2*n {
+			t.Errorf("%d keys: len %d", n, tab.len())
+		}
+	}
+}

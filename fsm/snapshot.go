@@ -349,7 +349,11 @@ func (f *FSM) Restore(r io.Reader) error {
 			break
 		}
 		ks := n.dbs[db-1]
-		for i, c := 0, d.count(); i < c && d.err == nil; i++ {
+		c := d.count()
+		// A count is only a hint until the keys are read: a damaged one
+		// must not make the table take gigabytes.
+		ks.keys.reserve(min(c, 1<<22))
+		for i := 0; i < c && d.err == nil; i++ {
 			key := string(d.bytes())
 			kind, err := d.r.ReadByte()
 			if err != nil {
