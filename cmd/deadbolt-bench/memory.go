@@ -84,11 +84,12 @@ func runMemory(ctx context.Context, cfg config, stdout, stderr io.Writer) error 
 	}
 	if cfg.memRestart > 0 {
 		fmt.Fprintf(stderr, "memory: restart of a node with %d locks\n", cfg.memRestart)
-		d, snap, err := restartTime(ctx, bin, root, cfg)
+		d, cpu, snap, err := restartTime(ctx, bin, root, cfg)
 		if err != nil {
 			return fmt.Errorf("restart: %w", err)
 		}
-		fmt.Fprintf(stdout, "restart of a single node with %d locks from its snapshot (%.1f MB): serving every key after %.2f s\n", cfg.memRestart, mb(snap), d.Seconds())
+		fmt.Fprintf(stdout, "restart of a single node with %d locks from its snapshot (%.1f MB of snapshot files): serving every key after %.2f s, %.2f s of CPU (load average %s)\n",
+			cfg.memRestart, mb(snap), d.Seconds(), cpu.Seconds(), loadAverage())
 	}
 	return nil
 }
@@ -121,9 +122,15 @@ func waitServing(ctx context.Context, addr string, p *proc, limit time.Duration,
 	defer rc.Close()
 	deadline := time.Now().Add(limit)
 	for {
-		n, err := rc.DBSize(ctx).Result()
-		if err == nil && (keys < 0 || n == keys) {
-			return nil
+		// Dial first: go-redis logs every failed dial of its pool.
+		var n int64
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			n, err = rc.DBSize(ctx).Result()
+			if err == nil && (keys < 0 || n == keys) {
+				return nil
+			}
 		}
 		if e := p.exitErr(); e != nil {
 			return e
@@ -261,25 +268,25 @@ func vmRSS(pid int) (int64, error) {
 // own (RAFT SNAPSHOT), is killed and started again (without --restore):
 // the time from that start until it answers DBSIZE with every key, and the
 // size of the snapshot files.
-func restartTime(ctx context.Context, bin, root string, cfg config) (time.Duration, int64, error) {
+func restartTime(ctx context.Context, bin, root string, cfg config) (wall, cpu time.Duration, snap int64, err error) {
 	backup := filepath.Join(root, "locks.backup")
 	if err := writeLockBackup(backup, cfg.memRestart, cfg.memLease); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	ports, err := freePorts(1)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	addr := loopback(ports[0])
 	dir := filepath.Join(root, "deadbolt-restart")
 	args := append([]string{"--id", "s1", "--addr", addr, "--data-dir", dir, "--log-level", "warn"}, cfg.memArgs...)
 	p, err := startProc("deadbolt-restart", root, 0, bin, append(args, "--restore", backup)...)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if err := waitServing(ctx, addr, p, 10*time.Minute, int64(cfg.memRestart)); err != nil {
 		p.stop()
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	os.Remove(backup)
 	rc := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: 5 * time.Minute})
@@ -287,19 +294,21 @@ func restartTime(ctx context.Context, bin, root string, cfg config) (time.Durati
 	rc.Close()
 	p.stop()
 	if err != nil {
-		return 0, 0, fmt.Errorf("RAFT SNAPSHOT: %w", err)
+		return 0, 0, 0, fmt.Errorf("RAFT SNAPSHOT: %w", err)
 	}
-	snap := dirSize(dir)
+	snap = dirSize(dir)
 	start := time.Now()
 	p, err = startProc("deadbolt-restart", root, 0, bin, args...)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer p.stop()
 	if err := waitServing(ctx, addr, p, 10*time.Minute, int64(cfg.memRestart)); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	return time.Since(start), snap, nil
+	wall = time.Since(start)
+	cpu, err = procCPU([]int{p.cmd.Process.Pid})
+	return wall, cpu, snap, err
 }
 
 // writeLockBackup writes a backup (the state machine's snapshot) holding n
@@ -322,6 +331,15 @@ func writeLockBackup(path string, n int, lease time.Duration) error {
 	bw := bufio.NewWriterSize(out, 1<<20)
 	err = errors.Join(f.Snapshot(bw), bw.Flush(), out.Close())
 	return err
+}
+
+// loadAverage is the machine's one-minute load average, as text.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
 }
 
 // dirSize is the size of the snapshot files under dir.
