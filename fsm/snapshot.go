@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"sort"
+
+	"github.com/deadbolt/deadbolt/internal/gctune"
 )
 
 // Snapshot format, version 3 (2 without lock shapes, 1 without replicated
@@ -288,6 +290,9 @@ func decodeValue(d *decoder, kind Kind) *Value {
 // Restore replaces the whole state with the snapshot read from r. On error
 // the state machine is left unchanged.
 func (f *FSM) Restore(r io.Reader) error {
+	// What a restore allocates stays live: the collector need not run
+	// at a small GOGC meanwhile (internal/gctune).
+	defer gctune.Bulk()()
 	d := &decoder{r: bufio.NewReaderSize(r, 64<<10)}
 	var head [len(snapshotMagic) + 1]byte
 	if _, err := io.ReadFull(d.r, head[:]); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {

@@ -65,3 +65,32 @@ func TestTunerFollowsLiveHeap(t *testing.T) {
 	live = nil
 	waitGOGC(t, tu, 400)
 }
+
+// TestTunerBulk: during a Bulk load GOGC stays at the maximum whatever the
+// live heap, and its release sets it from the live heap at once.
+func TestTunerBulk(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	tu := Start(Policy{Max: 400, Min: 25, Headroom: 4 << 20})
+	defer tu.Stop()
+	live := make([][]byte, 64)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	waitGOGC(t, tu, 25)
+	release := Bulk()
+	if got := currentGOGC(); got != 400 {
+		t.Fatalf("GOGC %d in a bulk load, want 400", got)
+	}
+	for range 3 {
+		runtime.GC()
+	}
+	time.Sleep(10 * time.Millisecond) // finalizers run on their own goroutine
+	if got := currentGOGC(); got != 400 {
+		t.Fatalf("GOGC %d after collections in a bulk load, want 400", got)
+	}
+	release()
+	if got := currentGOGC(); got != 25 {
+		t.Fatalf("GOGC %d after the bulk load, want 25", got)
+	}
+	runtime.KeepAlive(live)
+}
