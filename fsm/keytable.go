@@ -6,16 +6,18 @@ import (
 )
 
 // keyTable is a database's keys: a hash table of *Value found by the
-// value's own name (Value.name), so that a key costs a pointer and a tag
-// byte in a slot array, where map[string]*Value kept a 16-byte string
-// header and the pointer in slots of 25 bytes (issue 19: with 500,000
-// keys, about 50 bytes a key, the largest cost after the Value itself).
+// value's own name (Value.name), so that a key costs a pointer and a
+// 16-bit tag in a slot array, where map[string]*Value kept a 16-byte
+// string header and the pointer in slots of 25 bytes (issue 19: with
+// 500,000 keys, about 50 bytes a key, the largest cost after the Value
+// itself).
 //
 // It is extendible hashing over small open-addressing parts: the top bits
 // of a key's hash pick a part through a directory, and a part is a
 // power-of-two array of slots probed linearly from the hash's low bits,
-// each slot with a tag byte (seven more bits of the hash, with the high
-// bit set on a used slot) that is compared before the value is looked at.
+// each slot with a tag (tagOf: the hash's low bits and three more) that is
+// compared before the value is looked at, and that gives an entry's home
+// when entries move (a deletion, a part doubling) without hashing again.
 // A part doubles while it is smaller than partMax and splits in two by
 // the next hash bit after that, so growing never rehashes more than one
 // part (partMax slots) at a time: no pause that grows with the table, as
@@ -33,7 +35,7 @@ type keyTable struct {
 
 type keyPart struct {
 	depth uint // how many top hash bits its keys share
-	tags  []uint8
+	tags  []uint16
 	vals  []*Value
 	n     int
 }
@@ -74,7 +76,7 @@ func (t *keyTable) reserve(n int) {
 }
 
 func newKeyPart(depth uint, size int) *keyPart {
-	return &keyPart{depth: depth, tags: make([]uint8, size), vals: make([]*Value, size)}
+	return &keyPart{depth: depth, tags: make([]uint16, size), vals: make([]*Value, size)}
 }
 
 func (t *keyTable) hash(key string) uint64 { return maphash.String(t.seed, key) }
@@ -86,7 +88,14 @@ func (t *keyTable) part(h uint64) *keyPart {
 	return t.dir[h>>(64-t.depth)]
 }
 
-func tagOf(h uint64) uint8 { return uint8(h>>32) | 0x80 }
+// tagOf is what a slot keeps of a key's hash: its low 12 bits (the key's
+// home slot in a part of any size up to partMax, so that moving entries
+// never hashes their keys again), three more bits, and the top bit set
+// on a used slot.
+func tagOf(h uint64) uint16 { return uint16(h)&(partMax-1) | uint16(h>>32)&0x7000 | 0x8000 }
+
+// home is a used slot's home in a part of size mask+1.
+func home(tag uint16, mask int) int { return int(tag) & mask }
 
 // len is the number of keys.
 func (t *keyTable) len() int { return t.n }
@@ -161,7 +170,7 @@ func (t *keyTable) del(key string) bool {
 			return false
 		case tag:
 			if p.vals[i].name == key {
-				p.remove(i, t)
+				p.remove(i)
 				t.n--
 				return true
 			}
@@ -172,11 +181,11 @@ func (t *keyTable) del(key string) bool {
 
 // remove empties slot i and shifts back the entries after it that would
 // no longer be found past the gap.
-func (p *keyPart) remove(i int, t *keyTable) {
+func (p *keyPart) remove(i int) {
 	mask := len(p.tags) - 1
 	p.n--
 	for j := (i + 1) & mask; p.tags[j] != 0; j = (j + 1) & mask {
-		home := int(t.hash(p.vals[j].name)) & mask
+		home := home(p.tags[j], mask)
 		// j's entry may move to i if its home is not in (i, j]
 		// (cyclically).
 		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
@@ -193,7 +202,11 @@ func (t *keyTable) grow(p *keyPart, h uint64) {
 	if len(p.tags) < partMax {
 		np := newKeyPart(p.depth, 2*len(p.tags))
 		np.n = p.n
-		p.each(func(v *Value) { np.insert(t.hash(v.name), v) })
+		for i, tag := range p.tags {
+			if tag != 0 {
+				np.insertTag(tag, p.vals[i])
+			}
+		}
 		t.replace(p, np, np)
 		return
 	}
@@ -243,13 +256,15 @@ func (t *keyTable) replace(p, lo, hi *keyPart) {
 }
 
 // insert puts v in the first free slot from its hash (not counted).
-func (p *keyPart) insert(h uint64, v *Value) {
+func (p *keyPart) insert(h uint64, v *Value) { p.insertTag(tagOf(h), v) }
+
+func (p *keyPart) insertTag(tag uint16, v *Value) {
 	mask := len(p.tags) - 1
-	i := int(h) & mask
+	i := home(tag, mask)
 	for p.tags[i] != 0 {
 		i = (i + 1) & mask
 	}
-	p.tags[i], p.vals[i] = tagOf(h), v
+	p.tags[i], p.vals[i] = tag, v
 }
 
 func (p *keyPart) each(fn func(v *Value)) {
