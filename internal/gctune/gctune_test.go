@@ -3,6 +3,7 @@ package gctune
 import (
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -93,4 +94,38 @@ func TestTunerBulk(t *testing.T) {
 		t.Fatalf("GOGC %d after the bulk load, want 25", got)
 	}
 	runtime.KeepAlive(live)
+}
+
+var garbageSink []byte
+
+// TestTunerIdle: a process that stops allocating with garbage on its heap
+// collects within a few Idle periods without being asked, and one with
+// Idle zero does not.
+func TestTunerIdle(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	cycles := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	for _, idle := range []time.Duration{20 * time.Millisecond, 0} {
+		tu := Start(Policy{Max: 100000, Min: 25, Headroom: 1 << 40, Idle: idle}) // no collection by the target
+		runtime.GC()
+		before := cycles()
+		for range 64 {
+			garbageSink = make([]byte, 256<<10) // 16 MB of garbage
+		}
+		garbageSink = nil
+		deadline := time.Now().Add(10 * time.Second)
+		if idle == 0 {
+			deadline = time.Now().Add(200 * time.Millisecond)
+		}
+		for cycles() == before && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		tu.Stop()
+		if got := cycles() > before; got != (idle > 0) {
+			t.Errorf("Idle %v: collected by itself: %v", idle, got)
+		}
+	}
 }
