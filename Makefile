@@ -40,10 +40,11 @@ test-go: deps compat-deps build ## install missing test dependencies, vet, then 
 
 race: test-go ## alias of test-go (the Go tests always run under -race)
 
-bench: deps build ## benchmarks: state machine, EVAL, the lock pair's ACL and metrics cost, lock/unlock vs redis-server (plain and TLS), then 3-node cluster (plain, --tls-cluster) and 1 node on disk vs redis fsync-always and etcd, 1000-SET pipelines (BENCHBASE: a reference build) and PING during KEYS/SCAN over 1M keys (BENCHFLAGS), then 20 leader kills (failover)
+bench: deps build ## benchmarks: state machine, EVAL, the lock pair's ACL and metrics cost, lock/unlock vs redis-server (plain and TLS), memory per Redisson lock vs redis-server and a restart with 5,000,000 locks, then 3-node cluster (plain, --tls-cluster) and 1 node on disk vs redis fsync-always and etcd, 1000-SET pipelines (BENCHBASE: a reference build) and PING during KEYS/SCAN over 1M keys (BENCHFLAGS), then 20 leader kills (failover)
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./fsm/ ./luaexec/ ./acl/
 	$(GO) test -run '^$$' -bench 'LockUnlock(ACL|Metrics)?$$' -count 3 .
 	$(GO) run ./cmd/deadbolt-bench -tls $(BENCHFLAGS)
+	$(GO) run ./cmd/deadbolt-bench -memory -memory-locks 500000,5000000 -memory-restart 5000000 -deadbolt-bin bin/deadbolt
 	@command -v etcd >/dev/null || { echo "bench: etcd missing, installing Debian etcd-server etcd-client"; apt-get update -qq && apt-get install -y -qq etcd-server etcd-client; }
 	$(GO) run ./cmd/deadbolt-bench -cluster -systems deadbolt,deadbolt-tls,deadbolt1,redis,etcd -deadbolt-bin bin/deadbolt $(BENCHFLAGS)
 	$(GO) run ./cmd/deadbolt-bench -pipeline -duration 3s -deadbolt-bin bin/deadbolt $(if $(BENCHBASE),-base-bin $(BENCHBASE)) $(BENCHFLAGS)

@@ -453,7 +453,7 @@ func cmdBitOp(c *Ctx, args [][]byte) resp.Reply {
 	if maxLen == 0 {
 		// Redis deletes the destination as it finds it, without
 		// looking at its deadline.
-		if _, ok := c.db.keys[string(dest)]; ok {
+		if c.db.keys.getBytes(dest) != nil {
 			c.remove(string(dest))
 			c.notify(notifyGeneric, "del", dest)
 		}

@@ -55,7 +55,7 @@ func TestBitTranscriptAgainstRedis(t *testing.T) { ctTranscriptAgainstRedis(t, b
 func TestBitsInPlace(t *testing.T) {
 	f := New(Options{})
 	defer f.Close()
-	buf := func() *byte { return &f.dbs[0].keys["k"].Str[0] }
+	buf := func() *byte { return &f.dbs[0].keys.get("k").Str[0] }
 	ctApply(t, f, 1000, "SETBIT k 8000 1")
 	first := buf()
 	for i := 0; i < 100; i++ {

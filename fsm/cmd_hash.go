@@ -94,7 +94,7 @@ func cmdHsetnx(c *Ctx, args [][]byte) resp.Reply {
 	if !ok {
 		return resp.Err(msgWrongType)
 	}
-	if _, exists := v.Hash.Get(args[2]); exists {
+	if _, exists := v.hash().Get(args[2]); exists {
 		return resp.Zero
 	}
 	c.hashSet(v, args[2], args[3])
@@ -111,7 +111,7 @@ func cmdHget(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.NilReply
 	}
-	if val, ok := v.Hash.Get(args[2]); ok {
+	if val, ok := v.hash().Get(args[2]); ok {
 		return resp.BulkReply(val)
 	}
 	return resp.NilReply
@@ -126,7 +126,7 @@ func cmdHmget(c *Ctx, args [][]byte) resp.Reply {
 	for _, f := range args[2:] {
 		r := resp.NilReply
 		if v != nil {
-			if val, ok := v.Hash.Get(f); ok {
+			if val, ok := v.hash().Get(f); ok {
 				r = resp.BulkReply(val)
 			}
 		}
@@ -145,9 +145,9 @@ func cmdHdel(c *Ctx, args [][]byte) resp.Reply {
 	}
 	n := 0
 	for _, f := range args[2:] {
-		if v.Hash.Del(f) {
+		if v.hash().Del(f) {
 			n++
-			if v.Hash.Len() == 0 {
+			if v.hash().Len() == 0 {
 				break
 			}
 		}
@@ -168,7 +168,7 @@ func cmdHexists(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.Zero
 	}
-	if _, ok := v.Hash.Get(args[2]); ok {
+	if _, ok := v.hash().Get(args[2]); ok {
 		return resp.One
 	}
 	return resp.Zero
@@ -184,7 +184,7 @@ func cmdHincrby(c *Ctx, args [][]byte) resp.Reply {
 		return resp.Err(msgWrongType)
 	}
 	var cur int64
-	old, exists := v.Hash.Get(args[2])
+	old, exists := v.hash().Get(args[2])
 	if exists {
 		if cur, ok = parseInt64(old); !ok {
 			return resp.Err(msgHashNotInt)
@@ -220,7 +220,7 @@ func cmdHincrbyfloat(c *Ctx, args [][]byte) resp.Reply {
 		return resp.Err(msgWrongType)
 	}
 	cur := new(big.Float)
-	if old, exists := v.Hash.Get(args[2]); exists {
+	if old, exists := v.hash().Get(args[2]); exists {
 		if cur, ok = parseLongDouble(old); !ok {
 			return resp.Err(msgHashNotFloat)
 		}
@@ -244,7 +244,7 @@ func cmdHlen(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.Zero
 	}
-	return resp.IntReply(int64(v.Hash.Len()))
+	return resp.IntReply(int64(v.hash().Len()))
 }
 
 func cmdHgetall(c *Ctx, args [][]byte) resp.Reply {
@@ -265,8 +265,8 @@ func hashDump(c *Ctx, args [][]byte, fields, values bool) resp.Reply {
 	if v == nil {
 		return resp.EmptyArr
 	}
-	out := make([]resp.Reply, 0, v.Hash.Len()*2)
-	v.Hash.Each(func(f, val []byte) bool {
+	out := make([]resp.Reply, 0, v.hash().Len()*2)
+	v.hash().Each(func(f, val []byte) bool {
 		if fields {
 			out = append(out, resp.BulkReply(f))
 		}
@@ -286,7 +286,7 @@ func cmdHstrlen(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.Zero
 	}
-	val, _ := v.Hash.Get(args[2])
+	val, _ := v.hash().Get(args[2])
 	return resp.IntReply(int64(len(val)))
 }
 
@@ -302,7 +302,7 @@ func cmdHrandfield(c *Ctx, args [][]byte) resp.Reply {
 		if v == nil {
 			return resp.NilReply
 		}
-		fields := hashEntries(v.Hash)
+		fields := hashEntries(v.hash())
 		return resp.BulkReply(fields[newPickRand(c, args[1]).intn(len(fields))].name)
 	}
 	n, errReply, ok := parseRandCount(args[2])
@@ -329,7 +329,7 @@ func cmdHrandfield(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil || n == 0 {
 		return resp.EmptyArr
 	}
-	fields := hashEntries(v.Hash)
+	fields := hashEntries(v.hash())
 	picks := pickIndexes(newPickRand(c, args[1]), len(fields), n)
 	out := make([]resp.Reply, 0, len(picks)*2)
 	for _, i := range picks {
@@ -345,7 +345,7 @@ func cmdHrandfield(c *Ctx, args [][]byte) resp.Reply {
 }
 
 // hashEntries returns the live fields of h in order.
-func hashEntries(h *Hash) []hashField {
+func hashEntries(h hashRef) []hashField {
 	out := make([]hashField, 0, h.Len())
 	h.Each(func(f, v []byte) bool {
 		out = append(out, hashField{name: f, value: v})
@@ -356,9 +356,9 @@ func hashEntries(h *Hash) []hashField {
 
 func cmdHscan(c *Ctx, args [][]byte) resp.Reply {
 	return elemScan(c, args, KindHash, func(v *Value) ([]scanElem, bool) {
-		out := make([]scanElem, 0, v.Hash.Len())
-		compact := v.Hash.Len() <= 128
-		v.Hash.Each(func(f, val []byte) bool {
+		out := make([]scanElem, 0, v.hash().Len())
+		compact := v.hash().Len() <= 128
+		v.hash().Each(func(f, val []byte) bool {
 			compact = compact && len(f) <= 64 && len(val) <= 64
 			out = append(out, scanElem{name: string(f), value: resp.BulkReply(val), paired: true})
 			return true

@@ -234,8 +234,8 @@ func cmdPersist(c *Ctx, args [][]byte) resp.Reply {
 // liveKeys returns the names of the live keys of the current database in
 // byte order.
 func (c *Ctx) liveKeys() []string {
-	out := make([]string, 0, len(c.db.keys))
-	for k, v := range c.db.keys {
+	out := make([]string, 0, c.db.keys.len())
+	for k, v := range c.db.keys.all() {
 		if !v.expired(c.now) {
 			out = append(out, k)
 		}
@@ -366,7 +366,7 @@ func cmdScan(c *Ctx, args [][]byte) resp.Reply {
 		if pat != nil && !stringMatch(pat, []byte(e.key), false) {
 			continue
 		}
-		v := c.db.keys[e.key]
+		v := c.db.keys.get(e.key)
 		if v.expired(c.now) {
 			continue
 		}
@@ -389,7 +389,7 @@ func cmdRandomKey(c *Ctx, args [][]byte) resp.Reply {
 	var best string
 	var bestScore uint64
 	found := false
-	for k, v := range c.db.keys {
+	for k, v := range c.db.keys.all() {
 		if v.expired(c.now) {
 			continue
 		}
@@ -418,7 +418,7 @@ func mix64(x uint64) uint64 {
 // are past their deadline but not yet reclaimed; deadbolt does not, so the
 // answer does not depend on when active expiry last ran.
 func cmdDBSize(c *Ctx, args [][]byte) resp.Reply {
-	return resp.IntReply(int64(len(c.db.keys) - c.expiredInDB()))
+	return resp.IntReply(int64(c.db.keys.len() - c.expiredInDB()))
 }
 
 // expiredInDB counts keys of the current database that are past their
@@ -426,7 +426,7 @@ func cmdDBSize(c *Ctx, args [][]byte) resp.Reply {
 // with deadlines at or before now (a heap's children are never earlier
 // than their parent), so it costs O(expired entries), not O(keys).
 func (c *Ctx) expiredInDB() int {
-	h := c.f.expires.h
+	h := c.f.expires.h[c.dbIndex]
 	var seen map[string]bool
 	n := 0
 	stack := []int{0}
@@ -438,10 +438,7 @@ func (c *Ctx) expiredInDB() int {
 		}
 		stack = append(stack, 2*i+1, 2*i+2)
 		e := h[i]
-		if e.db != c.dbIndex {
-			continue
-		}
-		v := c.db.keys[e.key]
+		v := c.db.keys.get(e.key)
 		if v == nil || v.Deadline != e.deadline || !v.expired(c.now) {
 			continue
 		}

@@ -49,18 +49,18 @@ func pushGeneric(c *Ctx, args [][]byte, front, existing bool) resp.Reply {
 		if existing {
 			return resp.Zero
 		}
-		v = &Value{Kind: KindList, List: NewList()}
+		v = &Value{Kind: KindList, agg: NewList()}
 	}
 	for _, e := range args[2:] {
 		if front {
-			v.List.PushFront(e)
+			v.list().PushFront(e)
 		} else {
-			v.List.PushBack(e)
+			v.list().PushBack(e)
 		}
 	}
 	saveValue(c, args[1], v, isNew)
 	c.notify(notifyList, pushEvent(front), args[1])
-	return resp.IntReply(int64(v.List.Len()))
+	return resp.IntReply(int64(v.list().Len()))
 }
 
 func cmdLpop(c *Ctx, args [][]byte) resp.Reply { return popGeneric(c, args, true) }
@@ -94,16 +94,16 @@ func popGeneric(c *Ctx, args [][]byte, front bool) resp.Reply {
 		return resp.NilReply
 	}
 	if !hasCount {
-		e := listPop(v.List, front)
+		e := listPop(v.list(), front)
 		c.touch(v)
 		c.notify(notifyList, popEvent(front), args[1])
 		c.removeIfEmpty(args[1], v)
 		return resp.BulkReply(e)
 	}
-	n := min(count, int64(v.List.Len()))
+	n := min(count, int64(v.list().Len()))
 	out := make([]resp.Reply, n)
 	for i := range out {
-		out[i] = resp.BulkReply(listPop(v.List, front))
+		out[i] = resp.BulkReply(listPop(v.list(), front))
 	}
 	if n > 0 {
 		c.touch(v)
@@ -142,7 +142,7 @@ func cmdLlen(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.Zero
 	}
-	return resp.IntReply(int64(v.List.Len()))
+	return resp.IntReply(int64(v.list().Len()))
 }
 
 func cmdLindex(c *Ctx, args [][]byte) resp.Reply {
@@ -157,14 +157,14 @@ func cmdLindex(c *Ctx, args [][]byte) resp.Reply {
 	if !ok {
 		return resp.Err(msgNotInt)
 	}
-	n := int64(v.List.Len())
+	n := int64(v.list().Len())
 	if i < 0 {
 		i += n
 	}
 	if i < 0 || i >= n {
 		return resp.NilReply
 	}
-	return resp.BulkReply(v.List.Index(int(i)))
+	return resp.BulkReply(v.list().Index(int(i)))
 }
 
 // indexRange turns a start/stop pair (negative counts from the end) into
@@ -211,11 +211,11 @@ func cmdLrange(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.EmptyArr
 	}
-	from, to, ok := indexRange(start, stop, int64(v.List.Len()))
+	from, to, ok := indexRange(start, stop, int64(v.list().Len()))
 	if !ok {
 		return resp.EmptyArr
 	}
-	return resp.BulkArray(v.List.Range(from, to))
+	return resp.BulkArray(v.list().Range(from, to))
 }
 
 func cmdLrem(c *Ctx, args [][]byte) resp.Reply {
@@ -230,7 +230,7 @@ func cmdLrem(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.Zero
 	}
-	l, elem := v.List, args[3]
+	l, elem := v.list(), args[3]
 	n := l.Len()
 	limit, fromTail := count, count < 0
 	if fromTail {
@@ -279,14 +279,14 @@ func cmdLset(c *Ctx, args [][]byte) resp.Reply {
 	if !ok {
 		return resp.Err(msgNotInt)
 	}
-	n := int64(v.List.Len())
+	n := int64(v.list().Len())
 	if i < 0 {
 		i += n
 	}
 	if i < 0 || i >= n {
 		return resp.Err(msgOutOfRange)
 	}
-	v.List.SetIndex(int(i), args[3])
+	v.list().SetIndex(int(i), args[3])
 	c.touch(v)
 	c.notify(notifyList, "lset", args[1])
 	return resp.OK
@@ -304,7 +304,7 @@ func cmdLtrim(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.OK
 	}
-	l := v.List
+	l := v.list()
 	from, to, ok := indexRange(start, stop, int64(l.Len()))
 	if !ok {
 		l.replace(nil)
@@ -338,7 +338,7 @@ func cmdLinsert(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.Zero
 	}
-	l := v.List
+	l := v.list()
 	for i := 0; i < l.Len(); i++ {
 		if bytes.Equal(l.Index(i), args[3]) {
 			if after {
@@ -411,7 +411,7 @@ func cmdLpos(c *Ctx, args [][]byte) resp.Reply {
 		}
 		return resp.NilReply
 	}
-	l := v.List
+	l := v.list()
 	n := int64(l.Len())
 	var out []resp.Reply
 	matches := int64(0)
@@ -483,15 +483,15 @@ func moveGeneric(c *Ctx, srcKey, dstKey []byte, from, to bool) resp.Reply {
 	if !ok {
 		return resp.Err(msgWrongType)
 	}
-	e := listPop(src.List, from)
+	e := listPop(src.list(), from)
 	isNew := dst == nil
 	if isNew {
-		dst = &Value{Kind: KindList, List: NewList()}
+		dst = &Value{Kind: KindList, agg: NewList()}
 	}
 	if to {
-		dst.List.PushFront(e)
+		dst.list().PushFront(e)
 	} else {
-		dst.List.PushBack(e)
+		dst.list().PushBack(e)
 	}
 	saveValue(c, dstKey, dst, isNew)
 	c.notify(notifyList, pushEvent(to), dstKey)

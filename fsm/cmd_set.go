@@ -40,7 +40,7 @@ func cmdSadd(c *Ctx, args [][]byte) resp.Reply {
 	}
 	isNew := v == nil
 	if isNew {
-		v = &Value{Kind: KindSet, Set: NewSet()}
+		v = &Value{Kind: KindSet, agg: NewSet()}
 	}
 	n := 0
 	for _, m := range args[2:] {
@@ -65,7 +65,7 @@ func cmdSrem(c *Ctx, args [][]byte) resp.Reply {
 	}
 	n := 0
 	for _, m := range args[2:] {
-		if v.Set.Remove(m) {
+		if v.set().Remove(m) {
 			n++
 		}
 	}
@@ -82,7 +82,7 @@ func cmdSismember(c *Ctx, args [][]byte) resp.Reply {
 	if !ok {
 		return resp.Err(msgWrongType)
 	}
-	if v != nil && v.Set.Has(args[2]) {
+	if v != nil && v.set().Has(args[2]) {
 		return resp.One
 	}
 	return resp.Zero
@@ -95,7 +95,7 @@ func cmdSmismember(c *Ctx, args [][]byte) resp.Reply {
 	}
 	out := make([]resp.Reply, 0, len(args)-2)
 	for _, m := range args[2:] {
-		if v != nil && v.Set.Has(m) {
+		if v != nil && v.set().Has(m) {
 			out = append(out, resp.One)
 		} else {
 			out = append(out, resp.Zero)
@@ -112,7 +112,7 @@ func cmdSmembers(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.SetReply()
 	}
-	return setMembersReply(v.Set)
+	return setMembersReply(v.set())
 }
 
 func setMembersReply(s *Set) resp.Reply {
@@ -132,7 +132,7 @@ func cmdScard(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.Zero
 	}
-	return resp.IntReply(int64(v.Set.Len()))
+	return resp.IntReply(int64(v.set().Len()))
 }
 
 // cmdSpop removes members chosen as SRANDMEMBER chooses distinct ones.
@@ -162,21 +162,21 @@ func cmdSpop(c *Ctx, args [][]byte) resp.Reply {
 		return resp.SetReply()
 	}
 	var reply resp.Reply
-	if hasCount && count >= int64(v.Set.Len()) {
-		reply = setMembersReply(v.Set)
+	if hasCount && count >= int64(v.set().Len()) {
+		reply = setMembersReply(v.set())
 		c.remove(string(args[1]))
 		c.notify(notifySet, "spop", args[1])
 		c.notify(notifyGeneric, "del", args[1])
 		return reply
 	}
-	picks := pickIndexes(newPickRand(c, args[1]), v.Set.Len(), count)
+	picks := pickIndexes(newPickRand(c, args[1]), v.set().Len(), count)
 	members := make([]string, len(picks))
 	for i, p := range picks {
-		members[i] = v.Set.nth(p)
+		members[i] = v.set().nth(p)
 	}
 	out := make([]resp.Reply, len(members))
 	for i, m := range members {
-		v.Set.Remove([]byte(m))
+		v.set().Remove([]byte(m))
 		out[i] = resp.BulkString(m)
 	}
 	c.touch(v)
@@ -200,7 +200,7 @@ func cmdSrandmember(c *Ctx, args [][]byte) resp.Reply {
 		if v == nil {
 			return resp.NilReply
 		}
-		return resp.BulkString(v.Set.nth(newPickRand(c, args[1]).intn(v.Set.Len())))
+		return resp.BulkString(v.set().nth(newPickRand(c, args[1]).intn(v.set().Len())))
 	}
 	n, errReply, ok := parseRandCount(args[2])
 	if !ok {
@@ -216,15 +216,15 @@ func cmdSrandmember(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil || n == 0 {
 		return resp.EmptyArr
 	}
-	if n >= int64(v.Set.Len()) {
-		r := setMembersReply(v.Set)
+	if n >= int64(v.set().Len()) {
+		r := setMembersReply(v.set())
 		r.Type = resp.Array // an array, not a set, even in RESP3
 		return r
 	}
-	picks := pickIndexes(newPickRand(c, args[1]), v.Set.Len(), n)
+	picks := pickIndexes(newPickRand(c, args[1]), v.set().Len(), n)
 	out := make([]resp.Reply, len(picks))
 	for i, p := range picks {
-		out[i] = resp.BulkString(v.Set.nth(p))
+		out[i] = resp.BulkString(v.set().nth(p))
 	}
 	return resp.ArrayReply(out...)
 }
@@ -311,9 +311,9 @@ func (r *pickRand) intn(n int) int {
 // compact case of elemScan; any other set is a hash table.
 func cmdSscan(c *Ctx, args [][]byte) resp.Reply {
 	return elemScan(c, args, KindSet, func(v *Value) ([]scanElem, bool) {
-		out := make([]scanElem, 0, v.Set.Len())
-		compact := v.Set.Len() <= 512
-		v.Set.Each(func(m string) bool {
+		out := make([]scanElem, 0, v.set().Len())
+		compact := v.set().Len() <= 512
+		v.set().Each(func(m string) bool {
 			if compact {
 				_, compact = parseInt64([]byte(m))
 			}

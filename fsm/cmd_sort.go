@@ -85,11 +85,11 @@ func cmdSort(c *Ctx, args [][]byte) resp.Reply {
 	if v != nil {
 		switch v.Kind {
 		case KindList:
-			for i := 0; i < v.List.Len(); i++ {
-				elems = append(elems, v.List.Index(i))
+			for i := 0; i < v.list().Len(); i++ {
+				elems = append(elems, v.list().Index(i))
 			}
 		case KindSet:
-			v.Set.Each(func(m string) bool { elems = append(elems, []byte(m)); return true })
+			v.set().Each(func(m string) bool { elems = append(elems, []byte(m)); return true })
 			if noSort {
 				if store != nil || c.script.active {
 					// Redis sorts by bytes then, for a result that
@@ -105,7 +105,7 @@ func cmdSort(c *Ctx, args [][]byte) resp.Reply {
 				}
 			}
 		case KindZSet:
-			v.ZSet.Each(func(m string, _ float64) bool { elems = append(elems, []byte(m)); return true })
+			v.zset().Each(func(m string, _ float64) bool { elems = append(elems, []byte(m)); return true })
 		}
 	}
 	items := make([]sortItem, len(elems))
@@ -202,7 +202,7 @@ func cmdSort(c *Ctx, args [][]byte) resp.Reply {
 		l.PushBack(append([]byte{}, r.Str...))
 	}
 	c.del(store)
-	c.put(store, &Value{Kind: KindList, List: l})
+	c.put(store, &Value{Kind: KindList, agg: l})
 	c.notify(notifyList, "sortstore", store)
 	return resp.IntReply(int64(len(out)))
 }
@@ -235,7 +235,7 @@ func (c *Ctx) sortLookup(pattern, elem []byte) []byte {
 		if v.Kind != KindHash {
 			return nil
 		}
-		b, ok := v.Hash.Get(field)
+		b, ok := v.hash().Get(field)
 		if !ok {
 			return nil
 		}

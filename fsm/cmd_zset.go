@@ -128,9 +128,9 @@ options:
 		return resp.Zero
 	}
 	if isNew {
-		v = &Value{Kind: KindZSet, ZSet: NewZSet()}
+		v = &Value{Kind: KindZSet, agg: NewZSet()}
 	}
-	z := v.ZSet
+	z := v.zset()
 	added, updated, processed := 0, 0, 0
 	var score float64
 	for j, s := range scores {
@@ -194,7 +194,7 @@ func cmdZrem(c *Ctx, args [][]byte) resp.Reply {
 	}
 	n := 0
 	for _, m := range args[2:] {
-		if v.ZSet.Remove(m) {
+		if v.zset().Remove(m) {
 			n++
 		}
 	}
@@ -214,7 +214,7 @@ func cmdZscore(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.NilReply
 	}
-	if s, ok := v.ZSet.Score(args[2]); ok {
+	if s, ok := v.zset().Score(args[2]); ok {
 		return scoreReply(s)
 	}
 	return resp.NilReply
@@ -229,7 +229,7 @@ func cmdZmscore(c *Ctx, args [][]byte) resp.Reply {
 	for _, m := range args[2:] {
 		r := resp.NilReply
 		if v != nil {
-			if s, ok := v.ZSet.Score(m); ok {
+			if s, ok := v.zset().Score(m); ok {
 				r = scoreReply(s)
 			}
 		}
@@ -246,7 +246,7 @@ func cmdZcard(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.Zero
 	}
-	return resp.IntReply(int64(v.ZSet.Len()))
+	return resp.IntReply(int64(v.zset().Len()))
 }
 
 func cmdZrank(c *Ctx, args [][]byte) resp.Reply    { return zrankGeneric(c, args, false) }
@@ -260,13 +260,13 @@ func zrankGeneric(c *Ctx, args [][]byte, reverse bool) resp.Reply {
 	if v == nil {
 		return resp.NilReply
 	}
-	s, ok := v.ZSet.Score(args[2])
+	s, ok := v.zset().Score(args[2])
 	if !ok {
 		return resp.NilReply
 	}
-	r := v.ZSet.order.rank(s, string(args[2]))
+	r := v.zset().order.rank(s, string(args[2]))
 	if reverse {
-		return resp.IntReply(int64(v.ZSet.Len() - r))
+		return resp.IntReply(int64(v.zset().Len() - r))
 	}
 	return resp.IntReply(int64(r - 1))
 }
@@ -469,7 +469,7 @@ func zcountGeneric(c *Ctx, key []byte, r zrange) resp.Reply {
 	if v == nil {
 		return resp.Zero
 	}
-	return resp.IntReply(int64(countIn(v.ZSet, r)))
+	return resp.IntReply(int64(countIn(v.zset(), r)))
 }
 
 type zrangeKind uint8
@@ -572,9 +572,9 @@ func zrangeGeneric(c *Ctx, args [][]byte, kind zrangeKind, dir int) resp.Reply {
 	}
 	var nodes []*slNode
 	if kind == zrRank {
-		nodes = zrangeByRank(v.ZSet, start, stop, reverse)
+		nodes = zrangeByRank(v.zset(), start, stop, reverse)
 	} else {
-		nodes = zrangeIn(v.ZSet, r, offset, limit, reverse)
+		nodes = zrangeIn(v.zset(), r, offset, limit, reverse)
 	}
 	return nodesReply(nodes, withScores)
 }
@@ -692,13 +692,13 @@ func zremGeneric(c *Ctx, key []byte, event string, pick func(*ZSet) []*slNode) r
 	if v == nil {
 		return resp.Zero
 	}
-	nodes := pick(v.ZSet)
+	nodes := pick(v.zset())
 	members := make([]string, len(nodes))
 	for i, x := range nodes {
 		members[i] = x.member
 	}
 	for _, m := range members {
-		v.ZSet.Remove([]byte(m))
+		v.zset().Remove([]byte(m))
 	}
 	if len(members) > 0 {
 		c.touch(v)
@@ -733,7 +733,7 @@ func zpopGeneric(c *Ctx, args [][]byte, max bool) resp.Reply {
 	if v == nil || count == 0 {
 		return resp.EmptyArr
 	}
-	z := v.ZSet
+	z := v.zset()
 	n := int(min(count, int64(z.Len())))
 	out := make([]resp.Reply, 0, 2*n)
 	for range n {
@@ -764,13 +764,13 @@ func zpopGeneric(c *Ctx, args [][]byte, max bool) resp.Reply {
 // (d2string: 123456789012345680, not 1.2345678901234568e+17).
 func cmdZscan(c *Ctx, args [][]byte) resp.Reply {
 	return elemScan(c, args, KindZSet, func(v *Value) ([]scanElem, bool) {
-		out := make([]scanElem, 0, v.ZSet.Len())
-		compact := v.ZSet.Len() <= 128
-		v.ZSet.Each(func(m string, _ float64) bool {
+		out := make([]scanElem, 0, v.zset().Len())
+		compact := v.zset().Len() <= 128
+		v.zset().Each(func(m string, _ float64) bool {
 			compact = compact && len(m) <= 64
 			return compact
 		})
-		v.ZSet.Each(func(m string, s float64) bool {
+		v.zset().Each(func(m string, s float64) bool {
 			score := resp.BulkReply(scoreReply(s).Str)
 			if compact {
 				score = resp.BulkReply(formatD2String(s))

@@ -118,9 +118,9 @@ func sharedInt(v *Value) bool {
 // field or value longer than hash-max-listpack-value, or one entry more
 // than hash-max-listpack-entries, converts a listpack to a hashtable.
 func (c *Ctx) hashSet(v *Value, field, value []byte) bool {
-	added := v.Hash.Set(field, value)
+	added := v.hash().Set(field, value)
 	l := &c.f.enc
-	if v.enc() != encBig && (int64(len(field)) > l.hashValue || int64(len(value)) > l.hashValue || int64(v.Hash.Len()) > l.hashEntries) {
+	if v.enc() != encBig && (int64(len(field)) > l.hashValue || int64(len(value)) > l.hashValue || int64(v.hash().Len()) > l.hashEntries) {
 		v.setEnc(encBig)
 	}
 	return added
@@ -130,11 +130,11 @@ func (c *Ctx) hashSet(v *Value, field, value []byte) bool {
 // member that is not an integer, or one more than set-max-intset-entries,
 // converts an intset to a hashtable.
 func (c *Ctx) setAdd(v *Value, m []byte) bool {
-	if !v.Set.Add(m) {
+	if !v.set().Add(m) {
 		return false
 	}
 	if v.enc() != encBig {
-		if _, ok := parseInt64(m); !ok || int64(v.Set.Len()) > c.f.enc.intsetEntries {
+		if _, ok := parseInt64(m); !ok || int64(v.set().Len()) > c.f.enc.intsetEntries {
 			v.setEnc(encBig)
 		}
 	}
@@ -147,7 +147,7 @@ func (c *Ctx) setAdd(v *Value, m []byte) bool {
 // key's first member is checked the same way when it is created.)
 func (c *Ctx) zsetAdded(v *Value, m []byte) {
 	l := &c.f.enc
-	if v.enc() != encBig && (int64(len(m)) > l.zsetValue || int64(v.ZSet.Len()) > l.zsetEntries) {
+	if v.enc() != encBig && (int64(len(m)) > l.zsetValue || int64(v.zset().Len()) > l.zsetEntries) {
 		v.setEnc(encBig)
 	}
 }
@@ -159,8 +159,8 @@ func (l *encLimits) settleEncoding(v *Value) {
 	v.setEnc(encAuto)
 	switch v.Kind {
 	case KindHash:
-		big := int64(v.Hash.Len()) > l.hashEntries
-		v.Hash.Each(func(f, val []byte) bool {
+		big := int64(v.hash().Len()) > l.hashEntries
+		v.hash().Each(func(f, val []byte) bool {
 			big = big || int64(len(f)) > l.hashValue || int64(len(val)) > l.hashValue
 			return !big
 		})
@@ -168,8 +168,8 @@ func (l *encLimits) settleEncoding(v *Value) {
 			v.setEnc(encBig)
 		}
 	case KindSet:
-		big := int64(v.Set.Len()) > l.intsetEntries
-		v.Set.Each(func(m string) bool {
+		big := int64(v.set().Len()) > l.intsetEntries
+		v.set().Each(func(m string) bool {
 			_, ok := parseInt64([]byte(m))
 			big = big || !ok
 			return !big
@@ -178,8 +178,8 @@ func (l *encLimits) settleEncoding(v *Value) {
 			v.setEnc(encBig)
 		}
 	case KindZSet:
-		big := int64(v.ZSet.Len()) > l.zsetEntries
-		v.ZSet.Each(func(m string, _ float64) bool {
+		big := int64(v.zset().Len()) > l.zsetEntries
+		v.zset().Each(func(m string, _ float64) bool {
 			big = big || int64(len(m)) > l.zsetValue
 			return !big
 		})

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"container/heap"
 	"sort"
 )
 
@@ -44,15 +43,20 @@ type Value struct {
 	lock      lockShape
 	createdHi uint16
 	createdLo uint32
-	Str       []byte
-	Hash      *Hash
-	List      *List
-	Set       *Set
-	ZSet      *ZSet
-	Deadline  int64  // expiry in Unix ms; 0 means none
-	Version   uint64 // f.version when the key last changed
-	name      string // the key it was stored under, shared with expiry and tombstone entries
+	Str       []byte // a string, or a small hash packed (hashpack.go)
+	// agg is the aggregate: *List, *Set, *ZSet, or *Hash for a hash
+	// past its packed form. One field for the four keeps a Value at 80
+	// bytes (a size class of Go's allocator) instead of 96.
+	agg      any
+	Deadline int64  // expiry in Unix ms; 0 means none
+	Version  uint64 // f.version when the key last changed
+	name     string // the key it was stored under, shared with expiry and tombstone entries
 }
+
+func (v *Value) bigHash() *Hash { h, _ := v.agg.(*Hash); return h }
+func (v *Value) list() *List    { l, _ := v.agg.(*List); return l }
+func (v *Value) set() *Set      { s, _ := v.agg.(*Set); return s }
+func (v *Value) zset() *ZSet    { z, _ := v.agg.(*ZSet); return z }
 
 // keyString returns key as a string: v's name when that is key, so that
 // no copy is made.
@@ -65,21 +69,21 @@ func (v *Value) keyString(key []byte) string {
 
 // keyspace is one logical database.
 type keyspace struct {
-	keys map[string]*Value
+	keys *keyTable
 	scan *scanIndex // nil until a SCAN needs it
 	// walks are the long reads in progress on it (walk.go).
 	walks []*Walk
 }
 
 func newKeyspace() *keyspace {
-	return &keyspace{keys: make(map[string]*Value)}
+	return &keyspace{keys: newKeyTable()}
 }
 
 // sortedKeys returns the database's key names in byte order (including
 // keys that are expired but not yet reaped).
 func (ks *keyspace) sortedKeys() []string {
-	out := make([]string, 0, len(ks.keys))
-	for k := range ks.keys {
+	out := make([]string, 0, ks.keys.len())
+	for k := range ks.keys.all() {
 		out = append(out, k)
 	}
 	sort.Strings(out)
@@ -94,7 +98,7 @@ func (v *Value) expired(now int64) bool {
 // when the command is applied through the log (not a read on the side) it
 // is also removed, which every node does at the same point.
 func (c *Ctx) lookup(key []byte) *Value {
-	v := c.db.keys[string(key)]
+	v := c.db.keys.getBytes(key)
 	if v == nil {
 		return nil
 	}
@@ -137,7 +141,7 @@ func (c *Ctx) put(key []byte, v *Value) {
 	// events only: no lookup otherwise (SET's path).
 	x := c.db.scan
 	if x != nil || c.f.notify&notifyNew != 0 || len(c.db.walks) > 0 {
-		_, existed := c.db.keys[k]
+		existed := c.db.keys.get(k) != nil
 		if x != nil && !existed && !x.noteAdded(k) {
 			c.db.scan = nil
 		}
@@ -148,7 +152,7 @@ func (c *Ctx) put(key []byte, v *Value) {
 			defer c.notify(notifyNew, "new", key)
 		}
 	}
-	c.db.keys[k] = v
+	c.db.keys.set(v)
 	if v.Deadline != 0 {
 		c.f.expires.add(c.dbIndex, k, v.Deadline)
 		c.f.expires.compact(&c.f.dbs)
@@ -192,8 +196,8 @@ func (c *Ctx) remove(k string) {
 // version); expired tells the lock counters why it went.
 func (c *Ctx) removeAs(k string, tomb uint64, expired bool) {
 	c.mustWrite()
-	v, ok := c.db.keys[k]
-	if !ok {
+	v := c.db.keys.get(k)
+	if v == nil {
 		return
 	}
 	if c.f.mem.memOn() {
@@ -202,7 +206,7 @@ func (c *Ctx) removeAs(k string, tomb uint64, expired bool) {
 	if v.lock != 0 {
 		c.lockGone(v, expired)
 	}
-	delete(c.db.keys, k)
+	c.db.keys.del(k)
 	if c.db.scan != nil {
 		c.db.scan.noteRemoved()
 	}
@@ -238,13 +242,13 @@ func (v *Value) len() int {
 	case KindString:
 		return len(v.Str)
 	case KindHash:
-		return v.Hash.Len()
+		return v.hash().Len()
 	case KindList:
-		return v.List.Len()
+		return v.list().Len()
 	case KindSet:
-		return v.Set.Len()
+		return v.set().Len()
 	case KindZSet:
-		return v.ZSet.Len()
+		return v.zset().Len()
 	}
 	return 0
 }
@@ -274,7 +278,7 @@ func (c *Ctx) flush(db int) {
 	removed := 0
 	for i := range c.f.dbs {
 		if db < 0 || i == db {
-			removed += len(c.f.dbs[i].keys)
+			removed += c.f.dbs[i].keys.len()
 		}
 	}
 	if removed > maxTombstones {
@@ -285,8 +289,8 @@ func (c *Ctx) flush(db int) {
 			continue
 		}
 		if removed <= maxTombstones {
-			keys := make([]string, 0, len(c.f.dbs[i].keys))
-			for k := range c.f.dbs[i].keys {
+			keys := make([]string, 0, c.f.dbs[i].keys.len())
+			for k := range c.f.dbs[i].keys.all() {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
@@ -299,118 +303,4 @@ func (c *Ctx) flush(db int) {
 	c.db = c.f.dbs[c.dbIndex]
 	c.f.expires.dropDB(db)
 	c.memFlushed(db)
-}
-
-// expiryIndex orders keys with a deadline by (deadline, db, key), so that
-// active expiry removes them in the same order on every node. Entries are
-// not removed when a deadline changes; a popped entry whose deadline no
-// longer matches the key is skipped.
-type expiryIndex struct {
-	h     expiryHeap
-	after int // heap size after the last compaction
-}
-
-type expiryEntry struct {
-	deadline int64
-	db       int
-	key      string
-}
-
-type expiryHeap []expiryEntry
-
-func (h expiryHeap) Len() int { return len(h) }
-func (h expiryHeap) Less(i, j int) bool {
-	a, b := h[i], h[j]
-	if a.deadline != b.deadline {
-		return a.deadline < b.deadline
-	}
-	if a.db != b.db {
-		return a.db < b.db
-	}
-	return a.key < b.key
-}
-func (h expiryHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *expiryHeap) Push(x any)   { *h = append(*h, x.(expiryEntry)) }
-func (h *expiryHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
-}
-
-func (x *expiryIndex) add(db int, key string, deadline int64) {
-	// heap.Push without boxing the entry in an interface
-	x.h = append(x.h, expiryEntry{deadline: deadline, db: db, key: key})
-	heap.Fix(&x.h, len(x.h)-1)
-}
-
-// compact drops stale and duplicate entries once the heap has grown to
-// four times its size after the last compaction (keys renewed or deleted
-// long before their deadline leave entries behind). Which keys active
-// expiry removes, and in what order, does not change: only entries it
-// would skip are dropped.
-func (x *expiryIndex) compact(dbs *[NumDBs]*keyspace) {
-	if len(x.h) < 4096 || len(x.h) < 4*x.after {
-		return
-	}
-	seen := make(map[expiryEntry]bool, len(x.h)/2)
-	kept := x.h[:0]
-	for _, e := range x.h {
-		v := dbs[e.db].keys[e.key]
-		if v == nil || v.Deadline != e.deadline || seen[e] {
-			continue
-		}
-		seen[e] = true
-		kept = append(kept, e)
-	}
-	clear(x.h[len(kept):])
-	x.h = kept
-	heap.Init(&x.h)
-	x.after = len(x.h)
-}
-
-func (x *expiryIndex) dropDB(db int) {
-	if db < 0 {
-		x.h = nil
-		return
-	}
-	kept := x.h[:0]
-	for _, e := range x.h {
-		if e.db != db {
-			kept = append(kept, e)
-		}
-	}
-	x.h = kept
-	heap.Init(&x.h)
-}
-
-// NextDeadline returns the earliest deadline in the expiry index (which may
-// belong to a key whose deadline has since changed), and false if none.
-// The node uses it to decide when to propose active expiry.
-func (f *FSM) NextDeadline() (int64, bool) {
-	if len(f.expires.h) == 0 {
-		return 0, false
-	}
-	return f.expires.h[0].deadline, true
-}
-
-// reap removes up to limit expired keys, earliest deadline first, and
-// returns how many it removed.
-func (c *Ctx) reap(limit int) int {
-	n := 0
-	x := &c.f.expires
-	for n < limit && len(x.h) > 0 && x.h[0].deadline <= c.now {
-		e := heap.Pop(&x.h).(expiryEntry)
-		v := c.f.dbs[e.db].keys[e.key]
-		if v == nil || v.Deadline != e.deadline {
-			continue // stale entry
-		}
-		saved := c.dbIndex
-		c.selectDB(e.db)
-		c.removeExpired(e.key, v)
-		c.notify(notifyExpired, "expired", []byte(e.key))
-		c.selectDB(saved)
-		n++
-	}
-	return n
 }

@@ -264,9 +264,9 @@ func (c *Ctx) lockPublished(channel []byte) {
 	default:
 		return
 	}
-	v := c.db.keys[string(objectName(rest))]
+	v := c.db.keys.getBytes(objectName(rest))
 	if v == nil {
-		v = c.db.keys[string(rest)] // a name with a hash tag of its own
+		v = c.db.keys.getBytes(rest) // a name with a hash tag of its own
 	}
 	if v == nil || v.Kind != KindString || v.lock != shapeNone || v.expired(c.now) {
 		return
@@ -323,7 +323,7 @@ func (s lockShape) fits(k Kind) bool {
 // version 3 snapshot carries.
 func (f *FSM) hasLockShapes() bool {
 	for _, ks := range f.dbs {
-		for _, v := range ks.keys {
+		for _, v := range ks.keys.all() {
 			if v.lock != shapeNone {
 				return true
 			}

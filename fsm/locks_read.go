@@ -83,7 +83,7 @@ func cmdLocks(c *Ctx, args [][]byte) resp.Reply {
 		// Only keys that can be locks are sorted: lock-shaped strings and
 		// hashes.
 		var names []string
-		for k, v := range ks.keys {
+		for k, v := range ks.keys.all() {
 			if v.lock != shapeNone || v.Kind == KindHash {
 				if pattern == nil || stringMatch(pattern, []byte(k), false) {
 					names = append(names, k)
@@ -95,7 +95,7 @@ func cmdLocks(c *Ctx, args [][]byte) resp.Reply {
 			if len(out) >= count {
 				return resp.ArrayReply(out...)
 			}
-			v := ks.keys[name]
+			v := ks.keys.get(name)
 			if v.expired(c.now) {
 				continue
 			}
@@ -117,7 +117,7 @@ func truncName(s string) string {
 // live returns key's value in ks if it is present, of kind k and not
 // expired.
 func (c *Ctx) live(ks *keyspace, key string, k Kind) *Value {
-	v := ks.keys[key]
+	v := ks.keys.get(key)
 	if v == nil || v.Kind != k || v.expired(c.now) {
 		return nil
 	}
@@ -188,7 +188,7 @@ func (c *Ctx) describeStringLock(ks *keyspace, e *lockEntry, v *Value) bool {
 		e.extra = []resp.Reply{resp.BulkString("permits"), counterValue(v.Str)}
 		if z := c.live(ks, suffixedName(e.name, "timeout"), KindZSet); z != nil {
 			e.kind = "permit-semaphore"
-			z.ZSet.Each(func(m string, score float64) bool {
+			z.zset().Each(func(m string, score float64) bool {
 				exp := int64(-1)
 				if score < noExpiryScore {
 					exp = int64(score)
@@ -252,10 +252,10 @@ func (c *Ctx) describeHashLock(ks *keyspace, e *lockEntry, v *Value) bool {
 	if v.lock != shapeNone {
 		e.since = v.created()
 	}
-	if mode, ok := v.Hash.Get([]byte("mode")); ok && (string(mode) == "read" || string(mode) == "write") {
+	if mode, ok := v.hash().Get([]byte("mode")); ok && (string(mode) == "read" || string(mode) == "write") {
 		e.kind = "rwlock"
 		e.extra = []resp.Reply{resp.BulkString("mode"), resp.BulkReply(mode)}
-		v.Hash.Each(func(f, val []byte) bool {
+		v.hash().Each(func(f, val []byte) bool {
 			if string(f) != "mode" {
 				n, _ := parseInt64(val)
 				e.holders = append(e.holders, holder(f, n))
@@ -265,10 +265,10 @@ func (c *Ctx) describeHashLock(ks *keyspace, e *lockEntry, v *Value) bool {
 		e.channels = []resp.Reply{resp.BulkString(companionName("redisson_rwlock", e.name))}
 		return true
 	}
-	if v.lock != shapeHash && !holdCounts(v.Hash) {
+	if v.lock != shapeHash && !holdCounts(v.hash()) {
 		return false
 	}
-	v.Hash.Each(func(f, val []byte) bool {
+	v.hash().Each(func(f, val []byte) bool {
 		n, _ := parseInt64(val)
 		e.holders = append(e.holders, holder(f, n))
 		return true
@@ -278,10 +278,10 @@ func (c *Ctx) describeHashLock(ks *keyspace, e *lockEntry, v *Value) bool {
 	if q := c.live(ks, companionName("redisson_lock_queue", e.name), KindList); q != nil {
 		e.kind = "fair"
 		z := c.live(ks, companionName("redisson_lock_timeout", e.name), KindZSet)
-		q.List.Each(func(id []byte) bool {
+		q.list().Each(func(id []byte) bool {
 			deadline := int64(-1)
 			if z != nil {
-				if s, ok := z.ZSet.Score(id); ok {
+				if s, ok := z.zset().Score(id); ok {
 					deadline = int64(s)
 				}
 			}
@@ -302,7 +302,7 @@ func (c *Ctx) describeHashLock(ks *keyspace, e *lockEntry, v *Value) bool {
 
 // holdCounts reports whether a hash looks like a Redisson lock: a few
 // "<owner>:<thread>" fields holding positive counts.
-func holdCounts(h *Hash) bool {
+func holdCounts(h hashRef) bool {
 	n := h.Len()
 	if n == 0 || n > maxHoldFields {
 		return false

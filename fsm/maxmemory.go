@@ -141,7 +141,7 @@ func accountSize(v *Value, keyLen int) int64 {
 		return 0
 	}
 	if v.Kind == KindList {
-		return listSizeBounded(v.List) + sdsAlloc(keyLen) + sizeDictEntry
+		return listSizeBounded(v.list()) + sdsAlloc(keyLen) + sizeDictEntry
 	}
 	tmp := *v
 	defaultEncLimits.settleEncoding(&tmp)
@@ -159,7 +159,7 @@ const listWalk = 32
 func listSizeBounded(l *List) int64 {
 	n := int64(l.Len())
 	if n <= listWalk {
-		return objectSize(&Value{Kind: KindList, List: l}, defaultSamples)
+		return objectSize(&Value{Kind: KindList, agg: l}, defaultSamples)
 	}
 	var b int64
 	for i := range listWalk {
@@ -194,7 +194,7 @@ func (c *Ctx) memNote(key string) {
 			}
 		}
 	}
-	m.dirty = append(m.dirty, memSlot{memKey: k, before: accountSize(c.db.keys[key], len(key))})
+	m.dirty = append(m.dirty, memSlot{memKey: k, before: accountSize(c.db.keys.get(key), len(key))})
 	if m.index != nil {
 		m.index[k] = len(m.dirty) - 1
 	} else if len(m.dirty) > indexFrom {
@@ -238,7 +238,7 @@ func (c *Ctx) memFlushed(db int) {
 func (f *FSM) memSettle() {
 	m := &f.mem
 	for _, s := range m.dirty {
-		after := accountSize(f.dbs[s.db].keys[s.key], len(s.key))
+		after := accountSize(f.dbs[s.db].keys.get(s.key), len(s.key))
 		m.used[s.db] += after - s.before
 		m.total += after - s.before
 	}
@@ -267,7 +267,7 @@ func (f *FSM) memRecount() {
 	m.total = 0
 	for i, ks := range f.dbs {
 		m.used[i] = 0
-		for k, v := range ks.keys {
+		for k, v := range ks.keys.all() {
 			m.used[i] += accountSize(v, len(k))
 		}
 		m.total += m.used[i]
@@ -374,6 +374,6 @@ func (c *Ctx) countsInPlace(args [][]byte) bool {
 	if !ok || v == nil {
 		return false
 	}
-	_, ok = v.Hash.Get(args[2])
+	_, ok = v.hash().Get(args[2])
 	return ok
 }

@@ -97,7 +97,7 @@ func memLimit(rng *rand.Rand) string {
 func recount(f *FSM) int64 {
 	var n int64
 	for _, ks := range f.dbs {
-		for k, v := range ks.keys {
+		for k, v := range ks.keys.all() {
 			n += accountSize(v, len(k))
 		}
 	}
@@ -189,7 +189,7 @@ func TestListSizeBounded(t *testing.T) {
 		for i := range n {
 			l.PushBack([]byte(strings.Repeat("e", i%16*6))) // the first listWalk elements are typical
 		}
-		v := &Value{Kind: KindList, List: l}
+		v := &Value{Kind: KindList, agg: l}
 		exact := objectSize(v, defaultSamples)
 		got := listSizeBounded(l)
 		if n <= listWalk && got != exact {

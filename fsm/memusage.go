@@ -98,7 +98,7 @@ func objectSize(v *Value, samples int64) int64 {
 	case KindHash:
 		if v.enc() != encBig {
 			lp := newListpack()
-			v.Hash.Each(func(f, val []byte) bool {
+			v.hash().Each(func(f, val []byte) bool {
 				lp.add(f)
 				lp.add(val)
 				return true
@@ -106,16 +106,16 @@ func objectSize(v *Value, samples int64) int64 {
 			return sizeRobj + jemallocSize(lp.bytes)
 		}
 		var n, sum int64
-		v.Hash.Each(func(f, val []byte) bool {
+		v.hash().Each(func(f, val []byte) bool {
 			sum += sdsAlloc(len(f)) + sdsAlloc(len(val)) + sizeDictEntry
 			n++
 			return n < samples
 		})
-		return sizeRobj + dictSize(v.Hash.Len()) + average(sum, n, v.Hash.Len())
+		return sizeRobj + dictSize(v.hash().Len()) + average(sum, n, v.hash().Len())
 	case KindList:
 		var nodes []int64 // each node's listpack size
 		lp := newListpack()
-		v.List.Each(func(e []byte) bool {
+		v.list().Each(func(e []byte) bool {
 			if lp.count > 0 && lp.bytes+lpEntrySize(e) > quicklistNodeMax {
 				nodes = append(nodes, lp.bytes)
 				lp = newListpack()
@@ -138,7 +138,7 @@ func objectSize(v *Value, samples int64) int64 {
 	case KindSet:
 		if v.enc() != encBig {
 			width := int64(2)
-			v.Set.Each(func(m string) bool {
+			v.set().Each(func(m string) bool {
 				x, _ := parseInt64([]byte(m))
 				switch {
 				case x < math.MinInt32 || x > math.MaxInt32:
@@ -148,19 +148,19 @@ func objectSize(v *Value, samples int64) int64 {
 				}
 				return true
 			})
-			return sizeRobj + jemallocSize(8+width*int64(v.Set.Len()))
+			return sizeRobj + jemallocSize(8+width*int64(v.set().Len()))
 		}
 		var n, sum int64
-		v.Set.Each(func(m string) bool {
+		v.set().Each(func(m string) bool {
 			sum += sdsAlloc(len(m)) + sizeDictEntry
 			n++
 			return n < samples
 		})
-		return sizeRobj + dictSize(v.Set.Len()) + average(sum, n, v.Set.Len())
+		return sizeRobj + dictSize(v.set().Len()) + average(sum, n, v.set().Len())
 	case KindZSet:
 		if v.enc() != encBig {
 			lp := newListpack()
-			v.ZSet.Each(func(m string, score float64) bool {
+			v.zset().Each(func(m string, score float64) bool {
 				lp.add([]byte(m))
 				lp.add(scoreText(score))
 				return true
@@ -168,12 +168,12 @@ func objectSize(v *Value, samples int64) int64 {
 			return sizeRobj + jemallocSize(lp.bytes)
 		}
 		var n, sum int64
-		v.ZSet.Each(func(m string, _ float64) bool {
+		v.zset().Each(func(m string, _ float64) bool {
 			sum += sdsAlloc(len(m)) + sizeDictEntry + jemallocSize(sizeZslNode)
 			n++
 			return n < samples
 		})
-		return sizeRobj + sizeZset + sizeZskiplist + dictSize(v.ZSet.Len()) + jemallocSize(sizeZslHeader) + average(sum, n, v.ZSet.Len())
+		return sizeRobj + sizeZset + sizeZskiplist + dictSize(v.zset().Len()) + jemallocSize(sizeZslHeader) + average(sum, n, v.zset().Len())
 	}
 	return sizeRobj
 }

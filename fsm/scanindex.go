@@ -50,8 +50,8 @@ func compareScan(a, b scanEntry) int {
 
 // buildScanIndex orders every key of ks.
 func buildScanIndex(ks *keyspace) *scanIndex {
-	x := &scanIndex{sorted: make([]scanEntry, 0, len(ks.keys))}
-	for k := range ks.keys {
+	x := &scanIndex{sorted: make([]scanEntry, 0, ks.keys.len())}
+	for k := range ks.keys.all() {
 		x.sorted = append(x.sorted, scanEntry{scanHash(k), k})
 	}
 	slices.SortFunc(x.sorted, compareScan)
@@ -80,7 +80,7 @@ func (x *scanIndex) fresh(ks *keyspace) {
 	if len(x.added) <= scanFoldAdded && x.removed <= max(scanFoldAdded, len(x.sorted)/8) {
 		return
 	}
-	merged := make([]scanEntry, 0, len(ks.keys))
+	merged := make([]scanEntry, 0, ks.keys.len())
 	it := x.iter(ks, 0)
 	for e, ok := it.next(); ok; e, ok = it.next() {
 		merged = append(merged, e)
@@ -112,7 +112,7 @@ func (it *scanIter) next() (scanEntry, bool) {
 		} else {
 			e, it.b = it.b[0], it.b[1:]
 		}
-		if _, ok := it.ks.keys[e.key]; ok {
+		if it.ks.keys.get(e.key) != nil {
 			return e, true
 		}
 	}

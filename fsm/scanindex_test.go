@@ -12,7 +12,7 @@ import (
 // but not returned.
 func scanOracle(ks *keyspace, now int64, cursor uint64, count int) (uint64, []string) {
 	var all []scanEntry
-	for k := range ks.keys {
+	for k := range ks.keys.all() {
 		if h := scanHash(k); h >= cursor {
 			all = append(all, scanEntry{h, k})
 		}
@@ -31,7 +31,7 @@ func scanOracle(ks *keyspace, now int64, cursor uint64, count int) (uint64, []st
 	}
 	out := []string{}
 	for _, e := range all {
-		if !ks.keys[e.key].expired(now) {
+		if !ks.keys.get(e.key).expired(now) {
 			out = append(out, e.key)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"sort"
+
+	"github.com/deadbolt/deadbolt/internal/gctune"
 )
 
 // Snapshot format, version 3 (2 without lock shapes, 1 without replicated
@@ -230,14 +232,14 @@ func (f *FSM) SnapshotUpTo(w io.Writer, max int) error {
 	}
 
 	for i, ks := range f.dbs {
-		if len(ks.keys) == 0 {
+		if ks.keys.len() == 0 {
 			continue
 		}
 		e.uvarint(uint64(i + 1))
 		keys := ks.sortedKeys()
 		e.uvarint(uint64(len(keys)))
 		for _, k := range keys {
-			v := ks.keys[k]
+			v := ks.keys.get(k)
 			e.str(k)
 			e.w.WriteByte(byte(v.Kind))
 			e.varint(v.Deadline)
@@ -260,18 +262,18 @@ func (v *Value) encode(e *encoder) {
 	case KindString:
 		e.bytes(v.Str)
 	case KindHash:
-		e.uvarint(uint64(v.Hash.Len()))
-		v.Hash.Each(func(f, val []byte) bool {
+		e.uvarint(uint64(v.hash().Len()))
+		v.hash().Each(func(f, val []byte) bool {
 			e.bytes(f)
 			e.bytes(val)
 			return true
 		})
 	case KindList:
-		v.List.encode(e)
+		v.list().encode(e)
 	case KindSet:
-		v.Set.encode(e)
+		v.set().encode(e)
 	case KindZSet:
-		v.ZSet.encode(e)
+		v.zset().encode(e)
 	default:
 		panic("fsm: unknown kind in keyspace")
 	}
@@ -284,17 +286,16 @@ func decodeValue(d *decoder, kind Kind) *Value {
 		v.Str = d.bytes()
 	case KindHash:
 		n := d.count()
-		v.Hash = NewHash()
 		for i := 0; i < n && d.err == nil; i++ {
 			f := d.bytes()
-			v.Hash.Set(f, d.bytes())
+			v.hash().Set(f, d.bytes())
 		}
 	case KindList:
-		v.List = decodeList(d)
+		v.agg = decodeList(d)
 	case KindSet:
-		v.Set = decodeSet(d)
+		v.agg = decodeSet(d)
 	case KindZSet:
-		v.ZSet = decodeZSet(d)
+		v.agg = decodeZSet(d)
 	default:
 		d.fail(fmt.Errorf("%w: unknown kind %d", ErrSnapshotFormat, kind))
 	}
@@ -304,6 +305,9 @@ func decodeValue(d *decoder, kind Kind) *Value {
 // Restore replaces the whole state with the snapshot read from r. On error
 // the state machine is left unchanged.
 func (f *FSM) Restore(r io.Reader) error {
+	// What a restore allocates stays live: the collector need not run
+	// at a small GOGC meanwhile (internal/gctune).
+	defer gctune.Bulk()()
 	d := &decoder{r: bufio.NewReaderSize(r, 64<<10)}
 	var head [len(snapshotMagic) + 1]byte
 	if _, err := io.ReadFull(d.r, head[:]); err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic {
@@ -365,7 +369,11 @@ func (f *FSM) Restore(r io.Reader) error {
 			break
 		}
 		ks := n.dbs[db-1]
-		for i, c := 0, d.count(); i < c && d.err == nil; i++ {
+		c := d.count()
+		// A count is only a hint until the keys are read: a damaged one
+		// must not make the table take gigabytes.
+		ks.keys.reserve(min(c, 1<<22))
+		for i := 0; i < c && d.err == nil; i++ {
 			key := string(d.bytes())
 			kind, err := d.r.ReadByte()
 			if err != nil {
@@ -397,7 +405,7 @@ func (f *FSM) Restore(r io.Reader) error {
 			v.Deadline = deadline
 			v.Version = ver
 			v.name = key
-			ks.keys[key] = v
+			ks.keys.set(v)
 			if deadline != 0 {
 				n.expires.add(int(db-1), key, deadline)
 			}

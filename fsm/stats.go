@@ -9,12 +9,12 @@ func (f *FSM) Stats(db int) (keys, expires int) {
 		return 0, 0
 	}
 	ks := f.dbs[db]
-	for _, v := range ks.keys {
+	for _, v := range ks.keys.all() {
 		if v.Deadline != 0 {
 			expires++
 		}
 	}
-	return len(ks.keys), expires
+	return ks.keys.len(), expires
 }
 
 // Summary counts what the metrics endpoint reports of the state machine.
@@ -43,8 +43,8 @@ func (f *FSM) Summary() Summary {
 	s := Summary{Scripts: len(f.scripts), Functions: len(f.functions), Libraries: len(f.libraries),
 		MaxmemoryUsed: f.mem.total, Maxmemory: f.mem.limit}
 	for _, ks := range f.dbs {
-		s.Keys += len(ks.keys)
-		for k, v := range ks.keys {
+		s.Keys += ks.keys.len()
+		for k, v := range ks.keys.all() {
 			if v.Deadline != 0 {
 				s.Expires++
 			}
@@ -61,22 +61,21 @@ func (f *FSM) Summary() Summary {
 func (v *Value) payload() int64 {
 	var n int64
 	switch {
-	case v.Hash != nil:
-		for _, f := range v.Hash.fields {
-			if !f.dead {
-				n += int64(len(f.name) + len(f.value))
-			}
+	case v.Kind == KindHash:
+		v.hash().Each(func(f, val []byte) bool {
+			n += int64(len(f) + len(val))
+			return true
+		})
+	case v.list() != nil:
+		for i := range v.list().Len() {
+			n += int64(len(v.list().Index(i)))
 		}
-	case v.List != nil:
-		for i := range v.List.Len() {
-			n += int64(len(v.List.Index(i)))
-		}
-	case v.Set != nil:
-		for m := range v.Set.members {
+	case v.set() != nil:
+		for m := range v.set().members {
 			n += int64(len(m))
 		}
-	case v.ZSet != nil:
-		for m := range v.ZSet.scores {
+	case v.zset() != nil:
+		for m := range v.zset().scores {
 			n += int64(len(m)) + 8
 		}
 	default:

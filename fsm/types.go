@@ -32,17 +32,10 @@ const hashScanMax = 8
 // NewHash returns an empty hash.
 func NewHash() *Hash { return &Hash{} }
 
-// newHashValue returns a Value holding an empty hash, made in one
-// allocation with room for the first field (a lock's hash has one).
+// newHashValue returns a Value holding an empty hash, packed until it
+// grows (hashpack.go).
 func newHashValue() *Value {
-	a := &struct {
-		v     Value
-		h     Hash
-		first [1]hashField
-	}{}
-	a.h = Hash{fields: a.first[:0]}
-	a.v = Value{Kind: KindHash, Hash: &a.h}
-	return &a.v
+	return &Value{Kind: KindHash}
 }
 
 // Len is the number of fields.

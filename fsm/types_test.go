@@ -562,7 +562,7 @@ func TestCollectionClone(t *testing.T) {
 	ctApply(t, f, 1, "SADD s a b")
 	ctApply(t, f, 1, "ZADD z 1 a 2 b")
 	ks := f.dbs[0].keys
-	h, l, s, z := ks["h"].Hash.Clone(), ks["l"].List.Clone(), ks["s"].Set.Clone(), ks["z"].ZSet.Clone()
+	h, l, s, z := ks.get("h").hash().Clone(), ks.get("l").list().Clone(), ks.get("s").set().Clone(), ks.get("z").zset().Clone()
 	ctApply(t, f, 1, "HSET h a 9")
 	ctApply(t, f, 1, "LSET l 0 9")
 	ctApply(t, f, 1, "SREM s a")

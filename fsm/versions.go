@@ -91,7 +91,7 @@ func (t *tombstones) version(db int, key string) uint64 {
 // present but past its deadline reports a value distinct from its live
 // version, so that expiry between WATCH and EXEC aborts the transaction.
 func (f *FSM) keyVersion(db int, key string, now int64) uint64 {
-	v := f.dbs[db].keys[key]
+	v := f.dbs[db].keys.get(key)
 	if v == nil {
 		return f.tombs.version(db, key)
 	}

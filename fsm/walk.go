@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"iter"
 	"runtime"
 	"slices"
 	"strings"
@@ -15,13 +14,14 @@ import (
 // seconds, all of it under the lock that applies commands, so every write
 // and every other read waited, and on a single node the event loop with
 // them. A Walk does such a read in steps instead. Under the lock, a step
-// takes the next few thousand keys of the database's map; between steps
+// takes the next few thousand keys of the database's key table, whole
+// parts of it at a time (keyTable.chunk); between steps
 // the lock is free and the database may change. A walk registers itself
 // with the database, which notes in it every key created or removed
 // while it runs (walk.touched). At the end, under the lock again, each
 // noted key's presence is read as it is then; every other key was
-// present, or absent, for the whole walk, and Go's map iteration yields
-// a key present throughout exactly once. So the keys a walk returns are
+// present, or absent, for the whole walk, and the key table's chunks
+// yield a key present throughout exactly once. So the keys a walk returns are
 // exactly those of the database at its end: KEYS's answer is valid at
 // one instant, as Redis's (which blocks the server) is. The sorting, the
 // matching and the reply are built with the lock free.
@@ -45,9 +45,8 @@ type Walk struct {
 	keys    bool // KEYS; else the SCAN that builds the index
 	pattern []byte
 
-	next    func() (string, *Value, bool)
-	stop    func()
-	seen    []string    // live keys seen (KEYS: matching), in map order
+	pos     uint64      // where the next step starts in the key table (keyTable.chunk)
+	seen    []string    // live keys seen (KEYS: matching), in table order
 	entries []scanEntry // SCAN: the keys seen, in SCAN's order (prepare)
 
 	// Under the lock: keys created or removed since the walk began.
@@ -75,13 +74,6 @@ func (f *FSM) BeginWalk(now int64, cmd Command) *Walk {
 			w.pattern = p
 		}
 	}
-	w.next, w.stop = iter.Pull2(func(yield func(string, *Value) bool) {
-		for k, v := range ks.keys {
-			if !yield(k, v) {
-				return
-			}
-		}
-	})
 	ks.walks = append(ks.walks, w)
 	return w
 }
@@ -99,7 +91,7 @@ func (f *FSM) LongRead(cmd Command) bool {
 		return false
 	}
 	ks := f.dbs[cmd.DB]
-	if len(ks.keys) < walkMinKeys {
+	if ks.keys.len() < walkMinKeys {
 		return false
 	}
 	switch {
@@ -141,32 +133,25 @@ func (w *Walk) Run(mu sync.Locker) Result {
 	return w.result()
 }
 
-// forget unregisters the walk from its database and ends its iterator
-// (again: stop may be called more than once).
+// forget unregisters the walk from its database.
 func (w *Walk) forget() {
-	w.stop()
 	w.ks.walks = slices.DeleteFunc(w.ks.walks, func(x *Walk) bool { return x == w })
 }
 
-// step takes the next keys, under the lock; it reports whether the map
+// step takes the next keys, under the lock; it reports whether the table
 // is exhausted (or the database replaced).
 func (w *Walk) step() bool {
 	if w.f.dbs[w.cmd.DB] != w.ks {
-		w.stop()
 		return true
 	}
-	for i := 0; i < walkStep; i++ {
-		k, v, ok := w.next()
-		if !ok {
-			w.stop()
-			return true
-		}
+	next, done := w.ks.keys.chunk(w.pos, walkStep, func(k string, v *Value) {
 		if w.keys && (v.expired(w.now) || w.pattern != nil && !stringMatch(w.pattern, []byte(k), false)) {
-			continue
+			return
 		}
 		w.seen = append(w.seen, k)
-	}
-	return false
+	})
+	w.pos = next
+	return done
 }
 
 // prepare orders what was seen, without the lock.
@@ -194,8 +179,8 @@ func (w *Walk) finish() {
 		return
 	}
 	for k := range w.touched {
-		v, ok := w.ks.keys[k]
-		live := ok && (!w.keys || !v.expired(w.now) && (w.pattern == nil || stringMatch(w.pattern, []byte(k), false)))
+		v := w.ks.keys.get(k)
+		live := v != nil && (!w.keys || !v.expired(w.now) && (w.pattern == nil || stringMatch(w.pattern, []byte(k), false)))
 		if live {
 			w.add = append(w.add, k)
 		} else {

@@ -49,7 +49,9 @@ type Reader struct {
 
 	// A multibulk request being parsed: the arguments so far, how many
 	// are still to come and their total size. Small arguments are copied
-	// into one arena per request rather than allocated one by one.
+	// into an arena (shared by the requests that fit in it) rather than
+	// allocated one by one; the arguments handed out are capped slices of
+	// it, so appending to one never writes into another.
 	inMulti bool
 	args    [][]byte
 	want    int64
@@ -78,9 +80,10 @@ type Reader struct {
 // socket; a buffer grown past shrinkAbove for a large request is dropped
 // once it has been parsed.
 const (
-	maxArena    = 4 << 10
-	readChunk   = 16 << 10
-	shrinkAbove = 256 << 10
+	maxArena     = 4 << 10
+	minArenaRoom = 512
+	readChunk    = 16 << 10
+	shrinkAbove  = 256 << 10
 	// keepAbove: an argument this large is handed out in the buffer it
 	// arrived in, not copied (a value near a cluster's --max-entry-bytes
 	// would otherwise be held twice on the node a client sends it to).
@@ -201,7 +204,12 @@ func (r *Reader) Next() ([][]byte, error) {
 			}
 			r.inMulti, r.want, r.total = true, n, 0
 			r.args = make([][]byte, 0, min(n, 1024))
-			r.arena = make([]byte, 0, min(r.w-r.r, maxArena))
+			// Requests share an arena while it has room: a pipeline
+			// of small requests then takes one allocation per few
+			// kilobytes of input, not a few kilobytes per request.
+			if room := cap(r.arena) - len(r.arena); room < min(r.w-r.r, minArenaRoom) {
+				r.arena = make([]byte, 0, min(r.w-r.r, maxArena))
+			}
 		}
 		for r.want > 0 || r.skip > 0 {
 			if r.skip > 0 {
@@ -275,7 +283,7 @@ func (r *Reader) Next() ([][]byte, error) {
 			r.want--
 		}
 		args := r.args
-		r.inMulti, r.args, r.arena = false, nil, nil
+		r.inMulti, r.args = false, nil
 		if d := r.dropped; d > 0 {
 			r.dropped = 0
 			return args, &TooLargeError{Size: d, Limit: r.SkipAbove}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -284,6 +285,54 @@ func TestParseLen(t *testing.T) {
 		want, err := strconv.ParseInt(tt.in, 10, 64)
 		if len(tt.in) <= 20 && (err == nil) != ok || ok && want != got {
 			t.Errorf("parseLen(%q) disagrees with strconv.ParseInt: %d, %v", tt.in, want, err)
+		}
+	}
+}
+
+// A pipeline of small requests shares arenas: parsing 1,000 of them
+// allocates about what they hold, not an arena of a few kilobytes each
+// (4 MB before 2026-11-26), and appending to one argument never
+// changes another.
+func TestReaderPipelineArena(t *testing.T) {
+	var in []byte
+	const n = 1000
+	for i := range n {
+		k := "lock:entity:" + strconv.Itoa(i)
+		in = append(in, "*4\r\n$4\r\nHSET\r\n$"+strconv.Itoa(len(k))+"\r\n"+k+"\r\n$3\r\nabc\r\n$1\r\n1\r\n"...)
+	}
+	r := NewBufferReader()
+	for len(in) > 0 {
+		k := copy(r.Space(), in)
+		r.Commit(k)
+		in = in[k:]
+	}
+	cmds := make([][][]byte, 0, n)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for {
+		args, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if args == nil {
+			break
+		}
+		cmds = append(cmds, args)
+	}
+	runtime.ReadMemStats(&after)
+	if len(cmds) != n {
+		t.Fatalf("%d commands, want %d", len(cmds), n)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 400*n {
+		t.Errorf("parsing %d small requests allocated %d bytes", n, got)
+	}
+	for i, args := range cmds {
+		args[1] = append(args[1], "XYZ"...)
+		if i+1 < n && string(cmds[i+1][0]) != "HSET" {
+			t.Fatalf("appending to request %d's key changed request %d: %q", i, i+1, cmds[i+1][0])
+		}
+		if want := "lock:entity:" + strconv.Itoa(i) + "XYZ"; string(args[1]) != want || string(args[2]) != "abc" {
+			t.Fatalf("request %d: %q", i, args)
 		}
 	}
 }

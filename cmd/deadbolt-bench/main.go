@@ -72,11 +72,17 @@ type config struct {
 	workDir     string
 	memberProcs int
 
-	pipeline      bool   // the pipeline table instead (pipeline.go)
-	pipelineDepth int    // commands per pipeline
-	baseBin       string // with pipeline: another build to compare with
-	longRead      bool   // the PING-during-KEYS/SCAN table instead (pipeline.go)
-	keys          int    // with longRead: keys in the database
+	pipeline      bool          // the pipeline table instead (pipeline.go)
+	pipelineDepth int           // commands per pipeline
+	baseBin       string        // with pipeline: another build to compare with
+	longRead      bool          // the PING-during-KEYS/SCAN table instead (pipeline.go)
+	keys          int           // with longRead: keys in the database
+	memory        bool          // the memory table instead (memory.go)
+	memLocks      []int         // numbers of locks to load
+	memLease      time.Duration // their lease
+	memSettle     time.Duration // wait after the load before reading memory
+	memRestart    int           // locks for the restart measurement (0: none)
+	memArgs       []string      // extra bin/deadbolt arguments
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -107,11 +113,25 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.baseBin, "base-bin", "", "with -pipeline: another deadbolt `binary` (say, a build of main) measured the same way, as the reference")
 	fs.BoolVar(&cfg.longRead, "longread", false, "measure instead another client's PING latency during KEYS * and a full SCAN over -keys keys: one in-memory bin/deadbolt, a three-node cluster's leader, redis-server")
 	fs.IntVar(&cfg.keys, "keys", 1_000_000, "with -longread: keys in the database")
+	fs.BoolVar(&cfg.memory, "memory", false, "measure memory instead: Redisson lock hashes loaded into bin/deadbolt (a single node in memory) and redis-server, then RSS and INFO used_memory of each")
+	memLocks := fs.String("memory-locks", "500000", "with -memory: comma-separated numbers of locks")
+	fs.DurationVar(&cfg.memLease, "memory-lease", 10*time.Minute, "with -memory: the locks' lease (PEXPIRE)")
+	fs.DurationVar(&cfg.memSettle, "memory-settle", 2*time.Second, "with -memory: wait this long after the load before reading memory")
+	fs.IntVar(&cfg.memRestart, "memory-restart", 0, "with -memory: also time the restart of a single node with its data on disk holding this many locks, from its snapshot (0: no)")
+	memArgs := fs.String("deadbolt-args", "", "with -memory: extra space-separated bin/deadbolt arguments (such as --gc-percent 100)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
 	if cfg.pipelineDepth < 1 || cfg.keys < 1 {
 		return cfg, errors.New("-pipeline-depth and -keys must be positive")
+	}
+	cfg.memArgs = strings.Fields(*memArgs)
+	for f := range strings.SplitSeq(*memLocks, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return cfg, fmt.Errorf("-memory-locks: %q is not a positive number", f)
+		}
+		cfg.memLocks = append(cfg.memLocks, n)
 	}
 	for f := range strings.SplitSeq(*systems, ",") {
 		f = strings.TrimSpace(f)
@@ -178,6 +198,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.cluster {
 		return runCluster(ctx, cfg, stdout, stderr)
+	}
+	if cfg.memory {
+		return runMemory(ctx, cfg, stdout, stderr)
 	}
 
 	if cfg.tls && (cfg.deadboltAddr != "" || cfg.redisAddr != "") {

@@ -124,3 +124,36 @@ func TestReportCluster(t *testing.T) {
 		t.Errorf("no NOT met in:\n%s", out.String())
 	}
 }
+
+// TestMemory runs the memory table for a few thousand locks with a real
+// bin/deadbolt (built here) and redis-server, and the restart timing: it
+// checks that the rows are there with figures, not what they are.
+func TestMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts servers")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("no redis-server")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "deadbolt")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/deadbolt/deadbolt/cmd/deadbolt").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{
+		"-memory", "-memory-locks", "3000", "-memory-settle", "0s", "-memory-restart", "2000",
+		"-deadbolt-bin", bin, "-work-dir", dir, "-deadbolt-args", "--gc-percent 100",
+	}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	for _, row := range []string{"3000 redis", "3000 deadbolt", "3000 deadbolt/redis"} {
+		if !hasRow(stdout.String(), row) {
+			t.Errorf("no row %q:\n%s", row, stdout.String())
+		}
+	}
+	if !strings.Contains(stdout.String(), "restart of a single node with 2000 locks") {
+		t.Errorf("no restart line:\n%s", stdout.String())
+	}
+}

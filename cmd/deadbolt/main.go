@@ -21,6 +21,7 @@ import (
 
 	"github.com/deadbolt/deadbolt"
 	"github.com/deadbolt/deadbolt/cluster"
+	"github.com/deadbolt/deadbolt/internal/gctune"
 	"github.com/deadbolt/deadbolt/tlsconf"
 	"github.com/deadbolt/deadbolt/transport"
 )
@@ -97,7 +98,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		tlsOpts     tlsconf.Options
 		notifyKS    = fs.String("notify-keyspace-events", "", "keyspace notifications' `classes` (Redis's letters, such as KEA or Ex); replicated to every node, like CONFIG SET")
 		tlsPrefer   = newChoice(fs, "tls-prefer-server-ciphers", "no", "yes or no; accepted for Redis's sake: Go's TLS picks the cipher suite itself", "yes", "no")
-		gcPercent   = fs.Int("gc-percent", 400, "Go garbage collector target, as GOGC (which wins when set): heap growth in `percent` between collections; higher trades memory for CPU")
+		gcPercent   = fs.Int("gc-percent", 400, "Go garbage collector target, as GOGC (which wins when set): heap growth in `percent` between collections while the live heap is small (see --gc-headroom); higher trades memory for CPU")
+		gcHeadroom  = newSizeText(fs, "gc-headroom", "64mb", "once the live heap passes --gc-headroom*100/--gc-percent, lower the collector's target after each collection so that it lets about this `size` of new allocation (down to 25%), and collect after a second without a collection when garbage is an eighth of the live heap: memory stays near the data with millions of keys; 0: a fixed --gc-percent")
 		clockFile   = fs.String("clock-offset-file", "", "test only: add the offset in ms written in this `file` (re-read every 50 ms) to the node's clock, for fault injection")
 		stallFile   = fs.String("disk-stall-file", "", "test only: while this `file` exists, every sync of the Raft log waits (a stalled disk, for fault injection)")
 		failFile    = fs.String("disk-fail-file", "", "test only: while this `file` exists, every sync of the Raft log fails with EIO (a failing disk, for fault injection)")
@@ -137,10 +139,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("bad -log-level: %w", err)
 	}
 	logger := newLogger(stderr, *logFormat, level)
+	headroom, err := parseSize(*gcHeadroom)
+	if err != nil {
+		return fmt.Errorf("--gc-headroom: %w", err)
+	}
 	if os.Getenv("GOGC") == "" {
-		// A lock server's live heap is small; collecting less often
-		// saves CPU on every request for a few times that memory.
-		debug.SetGCPercent(*gcPercent)
+		// A lock server's live heap is usually small; collecting less
+		// often saves CPU on every request for a few times that memory.
+		// A large one (millions of keys) is collected more often so that
+		// it does not take several times its data (internal/gctune).
+		if headroom > 0 && *gcPercent > 0 {
+			defer gctune.Start(gctune.Policy{Max: *gcPercent, Min: min(25, *gcPercent), Headroom: uint64(headroom), Idle: time.Second}).Stop()
+		} else {
+			debug.SetGCPercent(*gcPercent)
+		}
 	}
 
 	if *masterName == "" || strings.ContainsAny(*masterName, " \t\r\n") {

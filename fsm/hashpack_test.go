@@ -1,0 +1,157 @@
+package fsm
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestHashPackedModel checks a hash against a plain model from empty,
+// packed, through the change to a *Hash (by field count and by size),
+// with updates and deletes: lengths, values and insertion order.
+func TestHashPackedModel(t *testing.T) {
+	for _, long := range []int{1, 70} { // 70: a few fields pass packMaxBytes
+		v := newHashValue()
+		h := v.hash()
+		var order []string
+		model := map[string]string{}
+		wasPacked := 0
+		for i := range 400 {
+			f := "f" + strconv.Itoa(i*7%23)
+			if i%3 == 0 { // a lock owner's field: its UUID is interned
+				f = lockOwnerUUID(i%4) + ":" + f
+			}
+			switch i % 5 {
+			case 3:
+				_, had := model[f]
+				if got := h.Del([]byte(f)); got != had {
+					t.Fatalf("long %d step %d: Del(%s) = %v, want %v", long, i, f, got, had)
+				}
+				if had {
+					delete(model, f)
+					for j, o := range order {
+						if o == f {
+							order = append(order[:j], order[j+1:]...)
+							break
+						}
+					}
+				}
+			default:
+				val := strings.Repeat(strconv.Itoa(i), long)
+				_, had := model[f]
+				if got := h.Set([]byte(f), []byte(val)); got == had {
+					t.Fatalf("long %d step %d: Set(%s) = %v, had %v", long, i, f, got, had)
+				}
+				if !had {
+					order = append(order, f)
+				}
+				model[f] = val
+			}
+			if v.bigHash() == nil {
+				wasPacked++
+			}
+			if h.Len() != len(model) {
+				t.Fatalf("long %d step %d: Len %d, want %d", long, i, h.Len(), len(model))
+			}
+			var got []string
+			h.Each(func(f, val []byte) bool {
+				if model[string(f)] != string(val) {
+					t.Fatalf("long %d step %d: %s = %q, want %q", long, i, f, val, model[string(f)])
+				}
+				got = append(got, string(f))
+				return true
+			})
+			if strings.Join(got, ",") != strings.Join(order, ",") {
+				t.Fatalf("long %d step %d: order %v, want %v", long, i, got, order)
+			}
+			for f, want := range model {
+				if val, ok := h.Get([]byte(f)); !ok || string(val) != want {
+					t.Fatalf("long %d step %d: Get(%s) = %q %v, want %q", long, i, f, val, ok, want)
+				}
+			}
+		}
+		if wasPacked == 0 || v.bigHash() == nil {
+			t.Errorf("long %d: packed for %d steps, big at the end: %v; want both forms", long, wasPacked, v.bigHash() != nil)
+		}
+	}
+}
+
+// TestHashPackedCopyOnWrite: a value handed out by Get (as HGET's reply
+// holds it until it is written) is not changed by later writes.
+func TestHashPackedCopyOnWrite(t *testing.T) {
+	v := newHashValue()
+	h := v.hash()
+	h.Set([]byte("owner:1"), []byte("1"))
+	h.Set([]byte("other"), []byte("abc"))
+	got, _ := h.Get([]byte("owner:1"))
+	other, _ := h.Get([]byte("other"))
+	h.Set([]byte("owner:1"), []byte("2"))
+	h.Del([]byte("other"))
+	h.Set([]byte("x"), []byte("zzz"))
+	if string(got) != "1" || string(other) != "abc" {
+		t.Errorf("held values changed to %q and %q", got, other)
+	}
+	if v.bigHash() != nil {
+		t.Error("a three-field hash is not packed")
+	}
+}
+
+var packSink *Value
+
+// TestHashPackedLockSize: a Redisson lock's hash is one allocation of its
+// packed bytes besides the Value.
+func TestHashPackedLockSize(t *testing.T) {
+	field := []byte("b4e7c0a2-1d2c-4b8e-9f3a-7c6d5e4f3a2b:57")
+	allocs := testing.AllocsPerRun(100, func() {
+		v := newHashValue()
+		v.hash().Set(field, []byte("1"))
+		packSink = v
+	})
+	if packed := len(packSink.Str); packed > 8 {
+		t.Errorf("a lock's hash is %d bytes packed, want at most 8 (the UUID interned)", packed)
+	}
+	if allocs != 2 {
+		t.Errorf("a one-field hash value takes %v allocations, want 2", allocs)
+	}
+}
+
+func lockOwnerUUID(i int) string {
+	return "b4e7c0a2-1d2c-4B8E-9f3a-7c6d5e4f3a" + strconv.Itoa(10+i)
+}
+
+// TestHashPackedInterned: fields that start with a UUID share it through
+// the prefix table; a hash of such fields gives them back whole, and a
+// field that differs from one in the UUID only is another field.
+func TestHashPackedInterned(t *testing.T) {
+	v := newHashValue()
+	h := v.hash()
+	for i := range 4 {
+		h.Set([]byte(lockOwnerUUID(i)+":"+strconv.Itoa(i)), []byte(strconv.Itoa(i)))
+	}
+	h.Set([]byte("not-a-uuid-but-36-bytes-long-xxxxxxx:1"), []byte("x"))
+	h.Set([]byte("b4e7c0a2-1d2c-4b8e-9f3a-7c6d5e4f3a10:0"), []byte("lower case, another field"))
+	if len(v.Str) > 5*8+60+30 {
+		t.Errorf("packed size %d: UUIDs not interned", len(v.Str))
+	}
+	var got []string
+	h.Each(func(f, val []byte) bool {
+		got = append(got, string(f)+"="+string(val))
+		return true
+	})
+	want := []string{
+		lockOwnerUUID(0) + ":0=0", lockOwnerUUID(1) + ":1=1", lockOwnerUUID(2) + ":2=2", lockOwnerUUID(3) + ":3=3",
+		"not-a-uuid-but-36-bytes-long-xxxxxxx:1=x", "b4e7c0a2-1d2c-4b8e-9f3a-7c6d5e4f3a10:0=lower case, another field",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("fields\n%q\nwant\n%q", got, want)
+	}
+	if val, ok := h.Get([]byte(lockOwnerUUID(2) + ":2")); !ok || string(val) != "2" {
+		t.Errorf("Get = %q %v", val, ok)
+	}
+	if _, ok := h.Get([]byte(lockOwnerUUID(2) + ":3")); ok {
+		t.Error("Get found a field with another thread")
+	}
+	if _, ok := h.Get([]byte("c4e7c0a2-1d2c-4B8E-9f3a-7c6d5e4f3a12:2")); ok {
+		t.Error("Get found a field with another UUID")
+	}
+}

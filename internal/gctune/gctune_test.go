@@ -1,0 +1,131 @@
+package gctune
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+func TestPolicyPercent(t *testing.T) {
+	p := Policy{Max: 400, Min: 25, Headroom: 64 << 20}
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 400}, {1 << 20, 400}, {16 << 20, 400}, {32 << 20, 200},
+		{128 << 20, 50}, {256 << 20, 25}, {4 << 30, 25},
+	} {
+		if got := p.Percent(c.live); got != c.want {
+			t.Errorf("Percent(%d MB) = %d, want %d", c.live>>20, got, c.want)
+		}
+	}
+}
+
+// currentGOGC reads the collector's target.
+func currentGOGC() int {
+	old := debug.SetGCPercent(100)
+	debug.SetGCPercent(old)
+	return old
+}
+
+// waitGOGC collects until the tuner has set want, or fails after a
+// deadline.
+func waitGOGC(t *testing.T, tu *Tuner, want int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for tu.Percent() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC %d after 20 s, want %d", tu.Percent(), want)
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if got := currentGOGC(); got != want {
+		t.Fatalf("the runtime's GOGC is %d, the tuner's %d", got, want)
+	}
+}
+
+// TestTunerFollowsLiveHeap: a live heap of 64 MB lowers GOGC to the
+// minimum (4 MB of headroom), and dropping it raises GOGC back to the
+// maximum.
+func TestTunerFollowsLiveHeap(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	tu := Start(Policy{Max: 400, Min: 25, Headroom: 4 << 20})
+	defer tu.Stop()
+	if got := currentGOGC(); got != 400 {
+		t.Fatalf("GOGC %d after Start, want 400", got)
+	}
+	live := make([][]byte, 64)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	waitGOGC(t, tu, 25)
+	runtime.KeepAlive(live)
+	live = nil
+	waitGOGC(t, tu, 400)
+}
+
+// TestTunerBulk: during a Bulk load GOGC stays at the maximum whatever the
+// live heap, and its release sets it from the live heap at once.
+func TestTunerBulk(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	tu := Start(Policy{Max: 400, Min: 25, Headroom: 4 << 20})
+	defer tu.Stop()
+	live := make([][]byte, 64)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	waitGOGC(t, tu, 25)
+	release := Bulk()
+	if got := currentGOGC(); got != 400 {
+		t.Fatalf("GOGC %d in a bulk load, want 400", got)
+	}
+	for range 3 {
+		runtime.GC()
+	}
+	time.Sleep(10 * time.Millisecond) // finalizers run on their own goroutine
+	if got := currentGOGC(); got != 400 {
+		t.Fatalf("GOGC %d after collections in a bulk load, want 400", got)
+	}
+	release()
+	if got := currentGOGC(); got != 25 {
+		t.Fatalf("GOGC %d after the bulk load, want 25", got)
+	}
+	runtime.KeepAlive(live)
+}
+
+var garbageSink []byte
+
+// TestTunerIdle: a process that stops allocating with garbage on its heap
+// collects within a few Idle periods without being asked, and one with
+// Idle zero does not.
+func TestTunerIdle(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	cycles := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	for _, idle := range []time.Duration{20 * time.Millisecond, 0} {
+		tu := Start(Policy{Max: 100000, Min: 25, Headroom: 1 << 40, Idle: idle}) // no collection by the target
+		runtime.GC()
+		before := cycles()
+		for range 64 {
+			garbageSink = make([]byte, 256<<10) // 16 MB of garbage
+		}
+		garbageSink = nil
+		deadline := time.Now().Add(10 * time.Second)
+		if idle == 0 {
+			deadline = time.Now().Add(200 * time.Millisecond)
+		}
+		for cycles() == before && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		tu.Stop()
+		if got := cycles() > before; got != (idle > 0) {
+			t.Errorf("Idle %v: collected by itself: %v", idle, got)
+		}
+	}
+}
