@@ -86,6 +86,9 @@ func (n *Node) StartApplyGroup(cmds []fsm.Command, done func([]fsm.Result, error
 // ApplyGroup commits cmds as one group and returns their results, in
 // order; on a follower it forwards the group to the leader.
 func (n *Node) ApplyGroup(ctx context.Context, cmds []fsm.Command) ([]fsm.Result, error) {
+	if err := n.checkGroupSize(cmds); err != nil { // before forwarding, as Apply
+		return nil, err
+	}
 	var out []fsm.Result
 	_, err := n.route(ctx, func(ctx context.Context) (fsm.Result, error) {
 		rs, err := n.ApplyGroupLocal(ctx, cmds)
@@ -124,14 +127,30 @@ func (n *Node) ApplyGroupLocal(ctx context.Context, cmds []fsm.Command) ([]fsm.R
 
 // refuseGroup is refuseWrite for a group: a write refused (the disk is
 // short of space) refuses the group, whose other commands were not
-// applied either.
+// applied either; and so does a group whose entry would be over the
+// node's --max-entry-bytes (checkGroupSize).
 func (n *Node) refuseGroup(cmds []fsm.Command) error {
+	if err := n.checkGroupSize(cmds); err != nil {
+		return err
+	}
 	for _, cmd := range cmds {
 		if err := n.refuseWrite(cmd); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// checkGroupSize refuses a group whose commands' envelopes together are
+// over the node's entry limit (bigentry.go), as Apply refuses one command.
+// The server keeps groups well under it (server/pipeline.go), so this
+// refuses only a group from a member with another limit, whole.
+func (n *Node) checkGroupSize(cmds []fsm.Command) error {
+	size := 0
+	for _, cmd := range cmds {
+		size += EntrySize(Entry{Cmd: cmd})
+	}
+	return n.checkEntrySize(size)
 }
 
 func groupEnvelopes(ts int64, cmds []fsm.Command) [][]byte {

@@ -46,8 +46,9 @@ const (
 )
 
 // ownerPrefixes is the table of interned UUIDs: append-only, read without
-// a lock through list (a slice that is replaced, never changed, when one
-// is added), so that state machines in other goroutines can share it.
+// a lock through list (a slice header that is replaced when one is added;
+// what it covers is never changed), so that state machines in other
+// goroutines can share it.
 var ownerPrefixes struct {
 	mu   sync.Mutex
 	ids  map[string]uint32
@@ -76,7 +77,10 @@ func prefixID(p []byte) (uint32, bool) {
 	s := string(p)
 	id := uint32(len(list))
 	t.ids[s] = id
-	list = append(list[:len(list):len(list)], s)
+	// Readers only read below the length they loaded, so the new name may
+	// go into the array's spare room: amortised growth, where copying the
+	// whole list for each name made filling the table quadratic.
+	list = append(list, s)
 	t.list.Store(&list)
 	return id, true
 }

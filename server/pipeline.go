@@ -67,10 +67,32 @@ func groupSpec(spec *fsm.Spec) bool {
 	return spec != nil && spec.Flags&(fsm.Write|fsm.Internal|fsm.Scripting|fsm.PubSub) == fsm.Write
 }
 
+// groupBytes is how many argument bytes a group may carry: groupMaxBytes,
+// and at most half the node's --max-entry-bytes, so that the group's log
+// entry (the commands' envelopes, a few bytes more each) stays under the
+// limit the backend checks it against (cluster's refuseGroup). A command
+// larger than that goes alone, where it is checked as itself.
+func (c *conn) groupBytes() int {
+	b := groupMaxBytes
+	if limit := c.srv.maxEntryBytes(); limit > 0 && limit/2 < int64(b) {
+		b = int(limit / 2)
+	}
+	return b
+}
+
+// argsBytes is the size of a command's arguments.
+func argsBytes(args [][]byte) int {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	return n
+}
+
 // groupable reports whether a request may join c's open group.
 func (c *conn) groupable(args [][]byte) bool {
 	g := c.lc.group
-	if g == nil || g.cmds >= groupMaxCommands || g.bytes >= groupMaxBytes || c.multi != nil {
+	if g == nil || g.cmds >= groupMaxCommands || g.bytes+argsBytes(args) > c.groupBytes() || c.multi != nil {
 		return false
 	}
 	if _, isConn := lookupConn(args[0]); isConn {

@@ -24,13 +24,14 @@ func (c *conn) joinGroup(cmd fsm.Command) bool {
 		if c.rd.Buffered() == 0 {
 			return false // nothing follows: the write goes alone
 		}
+		if argsBytes(cmd.Args) > c.groupBytes() {
+			return false // too big to share an entry: alone, checked as itself
+		}
 		c.lc.group = &writeGroup{}
 	}
 	g := c.lc.group
 	cmd.Args = copyArgs(cmd.Args)
-	for _, a := range cmd.Args {
-		g.bytes += len(a)
-	}
+	g.bytes += argsBytes(cmd.Args)
 	g.cmds++
 	g.items = append(g.items, groupItem{cmd: cmd, spec: c.adm.spec, name: c.lastCmd, stat: c.adm.stat})
 	c.lc.grouped = true // run leaves its end to groupApplied
