@@ -107,8 +107,8 @@ func argsSize(args [][]byte) int {
 // one), in place: raft reads req.Entries again once the follower has
 // answered, to advance what it has sent and what the follower holds, so
 // the rest go in the next AppendEntries. A request cut this way is like
-// one cut by MaxAppendEntries: its commit index may be beyond its last
-// entry, and a follower commits no further than what it holds.
+// one cut by MaxAppendEntries; capCommit then keeps its commit index to
+// its last entry (commitcap.go).
 func trimAppend(req *raft.AppendEntriesRequest, budget int) {
 	size := 0
 	for i, l := range req.Entries {

@@ -94,6 +94,7 @@ func (t *durableTransport) AppendEntries(id raft.ServerID, target raft.ServerAdd
 		}
 	}
 	trimAppend(args, maxAppendBytes) // bigentry.go
+	capCommit(args)                  // commitcap.go
 	sent := time.Now()
 	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
 	if err == nil && t.contact != nil {
@@ -137,6 +138,7 @@ func (p *durablePipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *r
 		}
 	}
 	trimAppend(args, maxAppendBytes) // bigentry.go
+	capCommit(args)                  // commitcap.go
 	return p.AppendPipeline.AppendEntries(args, resp)
 }
 
