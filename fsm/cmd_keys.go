@@ -104,8 +104,11 @@ func cmdDel(c *Ctx, args [][]byte) resp.Reply {
 func cmdExists(c *Ctx, args [][]byte) resp.Reply {
 	n := int64(0)
 	for _, k := range args[1:] {
-		if c.lookup(k) != nil {
+		if v := c.lookup(k); v != nil {
 			n++
+			if v.lock != 0 && c.script.active && !c.readOnly {
+				c.lockExistsRead(v)
+			}
 		}
 	}
 	return resp.IntReply(n)

@@ -106,8 +106,9 @@ type LockKindStats struct {
 	// (or a second reader of a read lock).
 	Reentered uint64
 	// Contended counts attempts that found the lock held: a SET NX that
-	// found the key, or a lock script that read the lease (PTTL) of a
-	// held Redisson lock it did not change. Semaphores: not counted.
+	// found the key, a lock script that read the lease (PTTL) of a held
+	// Redisson lock it did not change, or one that found a string lock it
+	// did not change with EXISTS (node-redlock). Semaphores: not counted.
 	Contended uint64
 	// Released counts locks deleted before their lease ran out
 	// (semaphores: permits given back, one per INCRBY).
@@ -202,6 +203,19 @@ func (c *Ctx) lockLeaseRead(v *Value) {
 		return
 	}
 	if k, ok := v.lock.kind(); ok && k != LockString && k != LockSemaphore {
+		c.f.lockStats.kinds[k].contended++
+	}
+}
+
+// lockExistsRead is called when a script applied through the log finds a
+// string lock with EXISTS: node-redlock's take checks EXISTS on each of its
+// keys and gives up, writing nothing, on the first that is held. If this
+// command changed the key, it was no contention.
+func (c *Ctx) lockExistsRead(v *Value) {
+	if v.Version > c.startVersion {
+		return
+	}
+	if k, ok := v.lock.kind(); ok && k == LockString {
 		c.f.lockStats.kinds[k].contended++
 	}
 }

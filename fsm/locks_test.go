@@ -256,6 +256,7 @@ func TestLocksScriptSetWithLease(t *testing.T) {
 		{t0, evalArgs(take, []string{"rl"}, "tok", "10000")},
 		{t0, []string{"SET", "cache", "v", "PX", "10000"}},
 		{t0 + 4000, evalArgs(extend, []string{"rl"}, "tok", "10000")},
+		{t0 + 4500, evalArgs(take, []string{"rl"}, "other", "10000")}, // held: contended
 	} {
 		if r := f.Apply(s.now, Command{Args: kvArgs(s.args...)}); r.Reply.IsError() {
 			t.Fatalf("%q: %s", s.args, r.Reply.Str)
@@ -268,7 +269,7 @@ func TestLocksScriptSetWithLease(t *testing.T) {
 	if !strings.Contains(got, `"held-since-ms" :1700000000000`) || !strings.Contains(got, `"lease-ms" :9000`) {
 		t.Fatalf("the extended lock is held since it was taken, with the new lease:\n%s", got)
 	}
-	if st := f.LockStats()[LockString]; st.Acquired != 1 {
-		t.Fatalf("acquisitions %d, want 1 (the extend is not another)", st.Acquired)
+	if st := f.LockStats()[LockString]; st.Acquired != 1 || st.Contended != 1 {
+		t.Fatalf("acquisitions %d, want 1 (the extend is not another); contended %d, want 1 (the other owner's take)", st.Acquired, st.Contended)
 	}
 }
