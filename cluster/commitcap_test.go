@@ -22,7 +22,7 @@ func (f *recordFSM) Apply(l *raft.Log) any {
 	return nil
 }
 func (f *recordFSM) Snapshot() (raft.FSMSnapshot, error) { return nil, io.EOF }
-func (f *recordFSM) Restore(io.ReadCloser) error        { return nil }
+func (f *recordFSM) Restore(io.ReadCloser) error         { return nil }
 
 // A follower whose log ends in a deposed leader's never-committed entries
 // gets an AppendEntries that starts below them and ends before them, as
