@@ -115,7 +115,9 @@ func TestDurableTransportHoldsCommitIndex(t *testing.T) {
 	tr := &durableTransport{NetworkTransport: a, d: d}
 	send := func(commit uint64) {
 		var resp raft.AppendEntriesResponse
-		go tr.AppendEntries("b", b.LocalAddr(), &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}, Term: 1, LeaderCommitIndex: commit}, &resp)
+		// A commit-only request: the follower holds up to PrevLogEntry
+		// (capCommit keeps the commit index there).
+		go tr.AppendEntries("b", b.LocalAddr(), &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}, Term: 1, PrevLogEntry: commit, PrevLogTerm: 1, LeaderCommitIndex: commit}, &resp)
 	}
 	send(5)
 	if c := arrives(t, got, "commit index 5"); c != 5 {
@@ -140,7 +142,7 @@ func TestDurableTransportHoldsCommitIndex(t *testing.T) {
 	sent := make(chan error, 1)
 	go func() {
 		var resp raft.AppendEntriesResponse
-		_, err := p.AppendEntries(&raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}, Term: 1, LeaderCommitIndex: 9}, &resp)
+		_, err := p.AppendEntries(&raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax}, Term: 1, PrevLogEntry: 9, PrevLogTerm: 1, LeaderCommitIndex: 9}, &resp)
 		sent <- err
 	}()
 	notYet(t, got, "pipelined commit index 9")
