@@ -256,13 +256,13 @@ func newestSnapshot(dir string) (string, error) {
 func (h *harness) corruptFile(ctx context.Context) (string, error) {
 	var n *node
 	for _, c := range h.pick(h.db.nodes, len(h.db.nodes)) {
-		if c.usable() {
+		if c.usable() && !onOlder(c) { // this build's file checks, not the older one's
 			n = c
 			break
 		}
 	}
 	if n == nil {
-		return "", errors.New("no running node")
+		return "", errors.New("no running node on this build")
 	}
 	r := h.rng()
 	sig, how := syscall.SIGKILL, "SIGKILL"

@@ -241,6 +241,12 @@ func (h *harness) diskFull(ctx context.Context, all bool) (string, error) {
 		what = append(what, fmt.Sprintf("%s %d bytes free", n.id, free))
 	}
 	detail := "filled " + strings.Join(what, ", ")
+	if old := onOlderBuild(h.db.nodes); old != "" {
+		// The older build (upgrade) knows no --min-free-disk: it appends
+		// until its disk is really full, so what this build promises on
+		// a full disk is not checked; the run's own checks still are.
+		return detail + "; " + old + " on the older build: MISCONF and hand-over not checked", nil
+	}
 	if all || followers {
 		if followers {
 			detail += " (every follower)"
@@ -325,8 +331,20 @@ func (h *harness) diskEIO(ctx context.Context) (string, error) {
 		return "", err
 	}
 	n := l
-	if h.rng().Intn(2) == 0 {
-		n = h.pick(h.db.others(l), 1)[0]
+	if h.rng().Intn(2) == 0 || onOlder(l) {
+		var current []*node
+		for _, o := range h.db.others(l) {
+			if !onOlder(o) {
+				current = append(current, o)
+			}
+		}
+		if len(current) == 0 {
+			if onOlder(l) {
+				return "every node on the older build: no disk-eio", nil
+			}
+		} else {
+			n = h.pick(current, 1)[0]
+		}
 	}
 	n.mu.Lock()
 	cmd, done := n.cmd, n.done

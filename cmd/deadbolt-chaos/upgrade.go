@@ -117,3 +117,28 @@ func binaryFor(n *node, args []string) []string {
 	}
 	return out
 }
+
+// onOlderBuild names the nodes the older build runs now ("" for none):
+// what a nemesis claims of this build's behaviour (the disk nemeses'
+// MISCONF and hand-over) does not hold for them, while the run's checks
+// (linearizability, mutual exclusion, no lost write) hold for every build.
+func onOlderBuild(nodes []*node) string {
+	upgrade.mu.Lock()
+	defer upgrade.mu.Unlock()
+	var ids []string
+	for _, n := range nodes {
+		if upgrade.onOld[n] {
+			ids = append(ids, n.id)
+		}
+	}
+	return strings.Join(ids, ",")
+}
+
+// onOlder reports whether the older build runs n now: the disk nemeses
+// leave such a node alone (it knows neither --disk-fail-file nor this
+// build's checks of its files).
+func onOlder(n *node) bool {
+	upgrade.mu.Lock()
+	defer upgrade.mu.Unlock()
+	return upgrade.onOld[n]
+}
