@@ -5,8 +5,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,26 +32,7 @@ func TestProcessBigValuesBoundedMemory(t *testing.T) {
 	}
 	const limit = 1 << 20 // the default of --max-entry-bytes
 	bin := buildPlainBinary(t)
-	procs := make([]*proc, 3)
-	var peers []string
-	for i := range procs {
-		procs[i] = &proc{id: fmt.Sprintf("m%d", i+1), addr: freeAddr(t), raft: freeAddr(t), dir: t.TempDir()}
-		peers = append(peers, procs[i].id+"="+procs[i].raft)
-	}
-	for _, p := range procs {
-		p.start(t, bin, strings.Join(peers, ","))
-	}
-	t.Cleanup(func() {
-		for _, p := range procs {
-			p.kill()
-		}
-		if t.Failed() {
-			for _, p := range procs {
-				b, _ := os.ReadFile(filepath.Join(p.dir, "log"))
-				t.Logf("%s log:\n%s", p.id, b)
-			}
-		}
-	})
+	procs := startProcs(t, bin, "m", 3)
 	ctx := context.Background()
 	clients := make([]*redis.Client, len(procs))
 	for i, p := range procs {

@@ -72,27 +72,7 @@ func TestProcessesMaxmemoryRSS(t *testing.T) {
 		valLen  = 4 << 10
 	)
 	bin := buildPlainBinary(t)
-	procs := make([]*proc, 3)
-	var peers []string
-	for i := range procs {
-		procs[i] = &proc{id: fmt.Sprintf("m%d", i+1), addr: freeAddr(t), raft: freeAddr(t), dir: t.TempDir(),
-			extra: []string{"--maxmemory", "8mb", "--snapshot-threshold", "1024", "--gc-percent", "100"}}
-		peers = append(peers, procs[i].id+"="+procs[i].raft)
-	}
-	for _, p := range procs {
-		p.start(t, bin, strings.Join(peers, ","))
-	}
-	t.Cleanup(func() {
-		for _, p := range procs {
-			p.kill()
-		}
-		if t.Failed() {
-			for _, p := range procs {
-				b, _ := os.ReadFile(filepath.Join(p.dir, "log"))
-				t.Logf("%s log:\n%s", p.id, b)
-			}
-		}
-	})
+	procs := startProcs(t, bin, "m", 3, "--maxmemory", "8mb", "--snapshot-threshold", "1024", "--gc-percent", "100")
 	ctx := context.Background()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -67,12 +67,15 @@ func waitExit(t *testing.T, p *proc) string {
 	return string(b)
 }
 
-func startProcs(t *testing.T, bin, prefix string, n int) []*proc {
+// startProcs starts n processes of bin forming one cluster, named prefix1
+// to prefixN, each with the extra flags; the test's end kills them, and
+// prints their logs if it failed.
+func startProcs(t *testing.T, bin, prefix string, n int, extra ...string) []*proc {
 	t.Helper()
 	procs := make([]*proc, n)
 	var peers []string
 	for i := range procs {
-		procs[i] = &proc{id: fmt.Sprintf("%s%d", prefix, i+1), addr: freeAddr(t), raft: freeAddr(t), dir: t.TempDir()}
+		procs[i] = &proc{id: fmt.Sprintf("%s%d", prefix, i+1), addr: freeAddr(t), raft: freeAddr(t), dir: t.TempDir(), extra: extra}
 		peers = append(peers, procs[i].id+"="+procs[i].raft)
 	}
 	for _, p := range procs {
