@@ -280,6 +280,10 @@ func cmdBgRewriteAOF(c *conn, _ [][]byte) {
 // ---- DEBUG, MEMORY, MONITOR, cluster client commands (SHUTDOWN: cmd_shutdown.go) ----
 
 func cmdDebug(c *conn, args [][]byte) {
+	if why := c.debugRefusal(); why != "" {
+		c.reply(resp.Err(why)) // Redis 7.0 refuses every subcommand, HELP too
+		return
+	}
 	switch strings.ToLower(string(args[1])) {
 	case "sleep":
 		if len(args) != 3 {

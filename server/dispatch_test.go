@@ -348,7 +348,7 @@ func TestConcurrentClients(t *testing.T) {
 }
 
 func TestServerCloseEndsBlockedCommands(t *testing.T) {
-	s := newTestServer(t)
+	s := newTestServer(t, withDebug)
 	c := dial(t, s.addr)
 	c.send("debug", "sleep", "60")
 	time.Sleep(20 * time.Millisecond)

@@ -301,3 +301,12 @@ func infoField(info, name string) (string, bool) {
 	}
 	return "", false
 }
+
+// withDebug starts the server with enable-debug-command yes, for tests
+// that use DEBUG SLEEP (Redis 7.0, and deadbolt, refuse DEBUG by default).
+func withDebug(c *Config) {
+	if c.ConfigParams == nil {
+		c.ConfigParams = map[string]string{}
+	}
+	c.ConfigParams["enable-debug-command"] = "yes"
+}

@@ -35,7 +35,7 @@ func loopOf(s *testServer) *eventLoop {
 // busy with other clients' traffic and pub/sub messages. A lost wake-up
 // leaves a client waiting forever; here it fails the read deadline.
 func TestEventLoopWakeups(t *testing.T) {
-	s := newTestServer(t)
+	s := newTestServer(t, withDebug)
 	sub := dial(t, s.addr)
 	sub.must(arr(bulk("subscribe"), bulk("ch"), integer(1)), "subscribe", "ch")
 
@@ -111,7 +111,7 @@ func TestEventLoopPostDuringDrain(t *testing.T) {
 			t.Cleanup(func() { testHookDrained = nil })
 			testLoopWait.Store(mode)
 			t.Cleanup(func() { testLoopWait.Store(0) })
-			s := newTestServer(t)
+			s := newTestServer(t, withDebug)
 			c := dial(t, s.addr)
 			c.must(status("PONG"), "ping")
 			testLoopWait.Store(0)
@@ -181,7 +181,7 @@ func halfCloseReplies(t *testing.T, s *testServer, raw string, pause time.Durati
 // than the socket takes at once.
 func TestEventLoopHalfClose(t *testing.T) {
 	for _, noLoop := range []bool{false, true} {
-		s := newTestServer(t)
+		s := newTestServer(t, withDebug)
 		s.mu.Lock()
 		s.noLoop = noLoop
 		s.mu.Unlock()
@@ -235,7 +235,7 @@ func TestEventLoopBackpressure(t *testing.T) {
 
 // Close returns while a connection waits in DEBUG SLEEP.
 func TestEventLoopCloseWhileBusy(t *testing.T) {
-	s := newTestServer(t)
+	s := newTestServer(t, withDebug)
 	c := dial(t, s.addr)
 	c.must(status("PONG"), "ping")
 	c.send("debug", "sleep", "100")

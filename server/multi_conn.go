@@ -42,8 +42,9 @@ import (
 // Redis 7.0's refusal of DEBUG when enable-debug-command does not allow it.
 const msgDebugNotAllowed = `ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.`
 
-// debugInMulti is the refusal of DEBUG inside MULTI.
-func (c *conn) debugInMulti() string {
+// debugRefusal is Redis 7.0's refusal of DEBUG on this connection, or ""
+// when enable-debug-command allows it here.
+func (c *conn) debugRefusal() string {
 	switch c.srv.configGet(paramByName["enable-debug-command"]) {
 	case "yes":
 	case "local":
@@ -52,6 +53,14 @@ func (c *conn) debugInMulti() string {
 		}
 	default:
 		return msgDebugNotAllowed
+	}
+	return ""
+}
+
+// debugInMulti is the refusal of DEBUG inside MULTI.
+func (c *conn) debugInMulti() string {
+	if why := c.debugRefusal(); why != "" {
+		return why
 	}
 	return "ERR 'debug' is not supported inside MULTI"
 }

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bufio"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 
@@ -35,11 +37,41 @@ func TestMultiExec(t *testing.T) {
 	c.mustErr("ERR unknown command 'waitaof', with args beginning with: '0' '0' '0' ", "waitaof", "0", "0", "0")
 	c.mustErr("EXECABORT Transaction discarded because of previous errors.", "exec")
 	// DEBUG: 7.0's refusal while enable-debug-command forbids it (the
-	// default); outside MULTI deadbolt runs DEBUG SLEEP whatever it says.
+	// default), inside MULTI and outside it.
 	c.must(okReply, "multi")
 	c.mustErr(msgDebugNotAllowed, "debug", "sleep", "0")
 	c.mustErr("EXECABORT Transaction discarded because of previous errors.", "exec")
-	c.must(okReply, "debug", "sleep", "0")
+	c.mustErr(msgDebugNotAllowed, "debug", "sleep", "0")
+	c.mustErr(msgDebugNotAllowed, "debug", "help")
+}
+
+// TestDebugAllowed: enable-debug-command yes runs DEBUG from anywhere,
+// local only from 127.0.0.1 and ::1; inside MULTI it is refused either way.
+func TestDebugAllowed(t *testing.T) {
+	for _, mode := range []string{"yes", "local"} {
+		s := newTestServer(t, func(c *Config) {
+			c.ConfigParams = map[string]string{"enable-debug-command": mode}
+		})
+		c := dial(t, s.addr)
+		c.must(okReply, "debug", "sleep", "0")
+		c.must(okReply, "multi")
+		c.mustErr("ERR 'debug' is not supported inside MULTI", "debug", "sleep", "0")
+		c.mustErr("EXECABORT Transaction discarded because of previous errors.", "exec")
+		c.must(arr(bulk("enable-debug-command"), bulk(mode)), "config", "get", "enable-debug-command")
+	}
+	// local, from an address other than 127.0.0.1: refused. The client
+	// dials from 127.0.0.2 (protected mode off, which would refuse it).
+	s := newTestServer(t, func(c *Config) {
+		c.ConfigParams = map[string]string{"enable-debug-command": "local"}
+	})
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	nc, err := d.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c := &client{tb: t, nc: nc, rd: bufio.NewReader(nc)}
+	c.mustErr(msgDebugNotAllowed, "debug", "sleep", "0")
 }
 
 // TestMultiAuth: AUTH is queued and runs inside EXEC; the connection

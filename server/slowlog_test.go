@@ -42,7 +42,7 @@ func slowEntriesOf(t *testing.T, r resp.Reply) []slowView {
 }
 
 func TestSlowlogRecordsSlowCommands(t *testing.T) {
-	s := newTestServer(t)
+	s := newTestServer(t, withDebug)
 	c := dial(t, s.addr)
 	c.must("+OK\r\n", "config", "set", "slowlog-log-slower-than", "40000")
 	c.must("+OK\r\n", "set", "k", "v")

@@ -199,6 +199,10 @@ func startupParams(fs *flag.FlagSet, logLevel, dataDir, aclFile string, tlsClust
 		p["dir"] = dataDir
 	}
 	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name == "enable-debug-command" {
+			p[f.Name] = f.Value.String() // immutable: the server reads it from here
+			return
+		}
 		if server.IsConfigParam(f.Name) || f.Name == "version" || strings.HasPrefix(f.Usage, "test only:") {
 			return // the server's own value; or no parameter
 		}

@@ -20,7 +20,7 @@ func TestRunLogFormatJSON(t *testing.T) {
 	var log1, log2, out lockedBuffer
 	done1, done2 := make(chan error, 1), make(chan error, 1)
 	go func() {
-		done1 <- run(ctx, []string{"--log-format", "json", "--id", "n1", "--addr", a1, "--raft-addr", r1, "--data-dir", dir + "/n1"}, &out, &log1)
+		done1 <- run(ctx, []string{"--log-format", "json", "--enable-debug-command", "yes", "--id", "n1", "--addr", a1, "--raft-addr", r1, "--data-dir", dir + "/n1"}, &out, &log1)
 	}()
 	stopped := false
 	stop := func() {

@@ -62,6 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		requirepass = fs.String("requirepass", "", "require clients to AUTH with this `password` (the default ACL user's)")
 		aclfile     = fs.String("aclfile", "", "ACL users from this `file`, in Redis's format (ACL LOAD reads it, ACL SAVE writes it)")
 		maxClients  = fs.Int("maxclients", 10000, "maximum number of client connections")
+		_           = newChoice(fs, "enable-debug-command", "no", "DEBUG (SLEEP, HELP): no refuses it, as Redis 7.0 does by default; yes allows it; local allows it from 127.0.0.1 and ::1 only", "no", "yes", "local")
 		protected   = newChoice(fs, "protected-mode", "yes", "yes: without --requirepass, refuse clients from other than 127.0.0.1 and ::1, as Redis does; no: serve them", "yes", "no")
 		maxBulk     = byteSize(512 << 20)
 		maxMemory   = byteSize(0)
