@@ -178,7 +178,7 @@ func (c *Cluster) allKnow(l int) bool {
 			continue
 		}
 		id, addr, ok := n.raft.Leader()
-		if !ok || id != c.ids[l] || addr != c.addrs[l] {
+		if !ok || id != c.ids[l] || addr != c.Nodes[l].raft.RESPAddr() { // the published address (AnnounceAddr)
 			return false
 		}
 	}

@@ -71,8 +71,14 @@ type Config struct {
 
 	// Raft. With neither RaftAddr nor DataDir the node is a single
 	// in-memory node without a log.
-	ID                string         // node name; defaults to the RESP address
-	RaftAddr          string         // Raft transport address
+	ID       string // node name; defaults to the RESP address
+	RaftAddr string // Raft transport address
+	// AnnounceAddr is the client address (host:port) published to the
+	// other members and named in discovery replies and redirects, for a
+	// node behind NAT or a container's port mapping; "" publishes the
+	// listen address (with the Raft address's host when it listens on
+	// 0.0.0.0 or ::; deadbolt_announce.go).
+	AnnounceAddr      string
 	DataDir           string         // log, stable store and snapshots
 	Peers             []cluster.Peer // bootstrap configuration
 	Join              string         // RESP address of a member to join through
@@ -197,6 +203,10 @@ func Start(cfg Config) (*Node, error) {
 		Shutdown:      cfg.Shutdown,
 		ConfigParams:  cfg.ConfigParams,
 	}
+	if err := checkAnnounce(cfg.AnnounceAddr); err != nil {
+		return nil, fmt.Errorf("deadbolt: %w", err)
+	}
+	scfg.AnnounceAddr = cfg.AnnounceAddr
 	if cfg.Restore != nil && (cfg.RaftAddr == "" && cfg.DataDir == "" || cfg.Join != "") {
 		return nil, errors.New("deadbolt: a restore needs a new cluster member: --data-dir or --raft-addr, without --join (a joining node gets its state from the leader)")
 	}
@@ -257,7 +267,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	if n.raft != nil {
-		n.raft.SetRESPAddr(n.srv.Addr().String())
+		n.raft.SetRESPAddr(announceAddr(cfg.AnnounceAddr, n.srv.Addr().String(), n.raft.RaftAddr()))
 		if cfg.Join != "" {
 			if err := n.raft.JoinVia(context.Background(), cfg.Join); err != nil {
 				n.srv.Close()

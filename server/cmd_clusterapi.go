@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
@@ -73,7 +74,7 @@ func nodeID(name string) string {
 func (s *Server) topology(c *conn) (topology, bool, error) {
 	rv, ok := s.backend.(raftView)
 	if !ok {
-		host, port := splitAddr(s.Addr().String())
+		host, port := splitAddr(cmp.Or(s.cfg.AnnounceAddr, s.Addr().String()))
 		p := peer{name: s.runID, id: s.runID, host: localHost(c, host), port: port, busPort: "0", self: true}
 		return topology{peers: []peer{p}, current: true, voters: 1}, false, nil
 	}
@@ -93,7 +94,7 @@ func (s *Server) topology(c *conn) (topology, bool, error) {
 			s.discovery().knowLeader(m.ID, m.RESPAddr)
 		}
 		if m.ID == me && m.RESPAddr == "" {
-			m.RESPAddr = s.Addr().String()
+			m.RESPAddr = cmp.Or(s.cfg.AnnounceAddr, s.Addr().String())
 		}
 		if m.RESPAddr == "" {
 			continue // not yet reachable by clients

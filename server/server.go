@@ -65,6 +65,10 @@ type Config struct {
 	// deadbolt's own (the binary's other flags: data-dir, raft-addr, ...),
 	// which CONFIG GET shows and CONFIG SET refuses (config_own.go).
 	ConfigParams map[string]string
+	// AnnounceAddr, if set, is the address a single node (no Raft) names
+	// for itself in Sentinel and Cluster replies; a member publishes its
+	// own through the log instead (cluster.Node.SetRESPAddr).
+	AnnounceAddr string
 	// Info adds sections to INFO (replication, cluster); optional.
 	Info InfoProvider
 	// ProtectedMode is Redis's protected-mode: without a password, clients

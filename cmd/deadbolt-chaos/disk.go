@@ -139,16 +139,26 @@ func (h *harness) unmountDisks() {
 
 var diskNemeses = []nemesis{
 	{name: "disk-full", what: "fill one node's data file system (a tmpfs of its own), or one time in three every follower's, with a ballast file, to the last byte or to 1 MiB free (below --min-free-disk); healing removes it", class: "disk-full",
-		start: func(ctx context.Context, h *harness) (string, error) { return h.diskFull(ctx, false) }},
+		start: upgraded(func(ctx context.Context, h *harness) (string, error) { return h.diskFull(ctx, false) })},
 	{name: "disk-full-all", what: "fill every node's data file system at once (each to the last byte or to 1 MiB free); writes must get MISCONF, reads answer", class: "disk-full",
-		start: func(ctx context.Context, h *harness) (string, error) { return h.diskFull(ctx, true) }},
+		start: upgraded(func(ctx context.Context, h *harness) (string, error) { return h.diskFull(ctx, true) })},
 	{name: "disk-eio", what: "a node's next log sync fails with EIO (--disk-fail-file: no device-mapper here); it must exit 1 naming the file; healing restarts it on a working disk", class: "io-error",
-		start: func(ctx context.Context, h *harness) (string, error) { return h.diskEIO(ctx) }},
+		start: upgraded(func(ctx context.Context, h *harness) (string, error) { return h.diskEIO(ctx) })},
 	{name: "corrupt-file", what: "stop a node, flip bytes in or cut one of its files (log segment tail or middle, stable file, log meta, newest snapshot), restart it: it repairs itself or refuses naming the file; healing repairs a refused one (RAFT REMOVE, wipe, --join)", class: "corrupt-log corrupt-stable corrupt-snapshot",
-		start: func(ctx context.Context, h *harness) (string, error) { return h.corruptFile(ctx) }},
+		start: upgraded(func(ctx context.Context, h *harness) (string, error) { return h.corruptFile(ctx) })},
 }
 
 func init() { nemeses = append(nemeses, diskNemeses...) }
+
+// upgraded runs a disk nemesis on a cluster that the current build runs
+// throughout (finishUpgrade, upgrade.go).
+func upgraded(f func(context.Context, *harness) (string, error)) func(context.Context, *harness) (string, error) {
+	return func(ctx context.Context, h *harness) (string, error) {
+		moved := h.finishUpgrade(ctx)
+		d, err := f(ctx, h)
+		return moved + d, err
+	}
+}
 
 // statfsFree is the bytes free for an unprivileged writer on path's file
 // system.

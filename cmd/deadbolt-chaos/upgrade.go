@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // The upgrade nemesis: with --old-bin (an older deadbolt build), it stops
@@ -33,7 +34,14 @@ func init() {
 		what:  "SIGTERM a node and start it with the other build (--old-bin, after deadbolt downgrade; or the current one back)",
 		class: "lost-on-failover mixed-builds",
 		start: func(ctx context.Context, h *harness) (string, error) {
+			// A node the older build runs goes back first: at most one
+			// node is on it at a time, and every upgrade is undone.
 			n := h.pick(h.db.nodes, 1)[0]
+			for _, o := range h.db.nodes {
+				if onOlder(o) {
+					n = o
+				}
+			}
 			n.kill(syscall.SIGTERM)
 			upgrade.mu.Lock()
 			toOld := !upgrade.onOld[n]
@@ -141,4 +149,41 @@ func onOlder(n *node) bool {
 	upgrade.mu.Lock()
 	defer upgrade.mu.Unlock()
 	return upgrade.onOld[n]
+}
+
+// finishUpgrade completes a rolling upgrade the upgrade nemesis left
+// half-way: every node the older build runs is stopped with SIGTERM and
+// started again with the current build, then a leader is awaited. The
+// disk nemeses call it first, so that what this build promises of a disk
+// fault (MISCONF, the hand-over, exit on EIO, the file checks) is checked
+// every time they run; the mixed cluster still meets every other fault.
+// It says which nodes it moved ("" for none).
+func (h *harness) finishUpgrade(ctx context.Context) string {
+	var moved []string
+	for _, n := range h.db.nodes {
+		if !onOlder(n) {
+			continue
+		}
+		n.kill(syscall.SIGTERM)
+		upgrade.mu.Lock()
+		upgrade.onOld[n] = false
+		upgrade.mu.Unlock()
+		n.mu.Lock()
+		removed := n.removed
+		n.mu.Unlock()
+		if removed {
+			continue // healing rejoins it, on the current build
+		}
+		if err := h.db.start(n, ""); err != nil {
+			h.logf("upgrade: start %s on the current build: %v", n.id, err)
+		}
+		moved = append(moved, n.id)
+	}
+	if len(moved) == 0 {
+		return ""
+	}
+	if _, err := h.db.waitLeader(ctx, 20*time.Second); err != nil {
+		h.logf("upgrade: no leader after moving %s back: %v", strings.Join(moved, ","), err)
+	}
+	return strings.Join(moved, ",") + " moved back to the current build first; "
 }

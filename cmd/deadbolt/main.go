@@ -72,6 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		configFile  = fs.String("config", "", "read directives from this redis.conf-style `file`: each flag is a directive of the same name (\"data-dir /var/lib/deadbolt\"); flags on the command line win")
 		id          = fs.String("id", "", "this node's `name` in the cluster (default: the --addr value)")
 		raftAddr    = fs.String("raft-addr", "", "Raft transport address `host:port`; with --data-dir or --peers the node runs Raft")
+		announce    = fs.String("announce-addr", "", "the client address `host:port` the other members and discovery replies (ROLE, INFO replication, Sentinel, Cluster, redirects) give for this node, behind NAT or a container's port mapping; default: --addr, with --raft-addr's host when --addr listens on 0.0.0.0 or ::")
 		dataDir     = fs.String("data-dir", "", "`directory` for the Raft log and snapshots; empty keeps everything in memory")
 		peers       = fs.String("peers", "", "bootstrap a new cluster: `id1=raftaddr1,id2=raftaddr2,...` (same value on every node; ignored once --data-dir holds state)")
 		join        = fs.String("join", "", "join a running cluster through a member's RESP `host:port`")
@@ -238,6 +239,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Version:               version,
 		ID:                    *id,
 		RaftAddr:              *raftAddr,
+		AnnounceAddr:          *announce,
 		DataDir:               *dataDir,
 		Peers:                 peerList,
 		Join:                  *join,
