@@ -113,9 +113,9 @@ type confirmer struct {
 
 	// Used by the rounds' goroutine only (one round at a time, ordered
 	// by batch.mu): the voter that answered yes first in the last round,
-	// asked first in the next; and the recent time a round took when its
-	// first voters said yes, from which the wait before asking the
-	// others is set.
+	// asked first in the next; and the recent time a round took to a
+	// quorum (an average), from which the wait before asking the others
+	// is set.
 	prefer raft.ServerAddress
 	rtt    time.Duration
 
@@ -279,7 +279,6 @@ func (c *confirmer) run(round, term uint64) error {
 	ask(need - yes)
 	hedge := time.NewTimer(c.hedgeAfter())
 	defer hedge.Stop()
-	hedged := false
 	for pending > 0 {
 		select {
 		case a := <-answers:
@@ -289,16 +288,16 @@ func (c *confirmer) run(round, term uint64) error {
 				continue
 			}
 			if yes++; yes >= need {
+				// The next round asks this voter first, and its hedge
+				// waits a few of the recent rounds' times (a hedged
+				// round's too: were only quick rounds counted, a machine
+				// whose rounds all take longer than the hedge would ask
+				// every voter every time).
 				c.prefer = a.addr
-				if !hedged && asked == need-1 {
-					// The first voters asked made the quorum: their time
-					// is the round trip the next hedge waits a few of.
-					c.rtt = (3*c.rtt + time.Since(start)) / 4
-				}
+				c.rtt = (3*c.rtt + time.Since(start)) / 4
 				return nil
 			}
 		case <-hedge.C:
-			hedged = true
 			ask(len(others))
 		}
 	}
