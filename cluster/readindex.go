@@ -279,6 +279,7 @@ func (c *confirmer) run(round, term uint64) error {
 	ask(need - yes)
 	hedge := time.NewTimer(c.hedgeAfter())
 	defer hedge.Stop()
+	var first raft.ServerAddress // the first to say yes
 	for pending > 0 {
 		select {
 		case a := <-answers:
@@ -287,13 +288,17 @@ func (c *confirmer) run(round, term uint64) error {
 				ask(1) // another voter in its place
 				continue
 			}
+			if first == "" {
+				first = a.addr
+			}
 			if yes++; yes >= need {
-				// The next round asks this voter first, and its hedge
+				// The next round asks the first voter that said yes
+				// first, and its hedge
 				// waits a few of the recent rounds' times (a hedged
 				// round's too: were only quick rounds counted, a machine
 				// whose rounds all take longer than the hedge would ask
 				// every voter every time).
-				c.prefer = a.addr
+				c.prefer = first
 				c.rtt = (3*c.rtt + time.Since(start)) / 4
 				return nil
 			}
