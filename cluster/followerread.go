@@ -186,18 +186,13 @@ func (n *Node) serveReadIndex(c net.Conn) {
 }
 
 // readIndexClient is a follower's side: one request to the leader at a
-// time, shared by the reads waiting when it is sent.
+// time, shared by the reads waiting when it is sent (batcher).
 type readIndexClient struct {
-	n    *Node
-	dial func(raft.ServerAddress, time.Duration) (net.Conn, error)
+	n     *Node
+	dial  func(raft.ServerAddress, time.Duration) (net.Conn, error)
+	batch batcher[func(readPoint, error)]
 
-	mu       sync.Mutex
-	running  bool
-	waiting  []func(readPoint, error)
-	closed   bool
-	requests uint64 // requests sent, for tests
-
-	// The connection to the leader, used by the loop's goroutine only
+	// The connection to the leader, used by the batch's goroutine only
 	// (close takes cmu too).
 	cmu      sync.Mutex
 	c        net.Conn
@@ -217,48 +212,30 @@ type readIndexClient struct {
 const oldLeaderFor = 30 * time.Second
 
 func newReadIndexClient(n *Node, dial func(raft.ServerAddress, time.Duration) (net.Conn, error)) *readIndexClient {
-	return &readIndexClient{n: n, dial: dial}
+	r := &readIndexClient{n: n, dial: dial}
+	r.batch.round = r.runBatch
+	return r
 }
 
 // enqueue has the next request, sent after this call, tell done its
 // answer, on the client's goroutine.
 func (r *readIndexClient) enqueue(done func(readPoint, error)) {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	if !r.batch.add(done) {
 		done(readPoint{}, ErrShutdown)
-		return
 	}
-	r.waiting = append(r.waiting, done)
-	if !r.running {
-		r.running = true
-		go r.loop()
-	}
-	r.mu.Unlock()
 }
 
-func (r *readIndexClient) loop() {
-	for {
-		r.mu.Lock()
-		batch := r.waiting
-		r.waiting = nil
-		if len(batch) == 0 {
-			r.running = false
-			r.mu.Unlock()
-			return
-		}
-		r.requests++
-		r.mu.Unlock()
-		var (
-			rp  readPoint
-			err = error(ErrNoLeader)
-		)
-		if addr, term, ok := r.n.followedLeader(); ok {
-			rp, err = r.ask(raft.ServerAddress(addr), term)
-		}
-		for _, done := range batch {
-			done(rp, err)
-		}
+// runBatch asks the leader for one read point for the reads waiting.
+func (r *readIndexClient) runBatch(_ uint64, batch []func(readPoint, error)) {
+	var (
+		rp  readPoint
+		err = error(ErrNoLeader)
+	)
+	if addr, term, ok := r.n.followedLeader(); ok {
+		rp, err = r.ask(raft.ServerAddress(addr), term)
+	}
+	for _, done := range batch {
+		done(rp, err)
 	}
 }
 
@@ -350,9 +327,7 @@ func (r *readIndexClient) drop() {
 }
 
 func (r *readIndexClient) close() {
-	r.mu.Lock()
-	r.closed = true
-	r.mu.Unlock()
+	r.batch.close()
 	// A request in flight holds cmu until its deadline at most.
 	r.cmu.Lock()
 	r.drop()

@@ -35,12 +35,8 @@ func TestFollowerReadServedLocally(t *testing.T) {
 	if res, err := f.Read(ctx, cmd("GET", "k")); err != nil || string(res.Reply.Str) != "v" {
 		t.Fatalf("GET on the follower: %v %s", err, res.Reply.String())
 	}
-	f.fread.mu.Lock()
-	r0 := f.fread.requests
-	f.fread.mu.Unlock()
-	l.confirm.mu.Lock()
-	rounds0 := l.confirm.round
-	l.confirm.mu.Unlock()
+	r0 := f.fread.batch.count()
+	rounds0 := l.confirm.batch.count()
 	const reads = 200
 	errs := make(chan error, reads)
 	for i := range reads {
@@ -71,17 +67,13 @@ func TestFollowerReadServedLocally(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f.fread.mu.Lock()
-	requests := f.fread.requests - r0
-	f.fread.mu.Unlock()
+	requests := f.fread.batch.count() - r0
 	if requests == 0 || requests >= reads {
 		t.Fatalf("%d reads took %d read-point requests", reads, requests)
 	}
 	// Of three voters, the leader and the asking follower are a quorum:
 	// the follower's request vouches for the leader, and no round runs.
-	l.confirm.mu.Lock()
-	rounds := l.confirm.round - rounds0
-	l.confirm.mu.Unlock()
+	rounds := l.confirm.batch.count() - rounds0
 	if rounds != 0 {
 		t.Fatalf("the follower's reads took %d confirmation rounds on the leader of three", rounds)
 	}

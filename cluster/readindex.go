@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -60,6 +61,10 @@ func (n *Node) serveConfirm(c net.Conn) {
 			return
 		}
 		term := binary.BigEndian.Uint64(hdr[8:16])
+		n.confirm.answers.Add(1)
+		if h := n.confirm.hold.Load(); h != nil {
+			<-*h // a test's stalled follower
+		}
 		copy(ans[:8], hdr[:8])
 		ans[8] = 0
 		if n.follows(string(id[:l]), term) {
@@ -94,19 +99,36 @@ func (n *Node) follows(id string, term uint64) bool {
 }
 
 // confirmer runs a leader's confirmation rounds, one at a time; the reads
-// waiting when a round starts share it.
+// waiting when a round starts share it (batcher).
 type confirmer struct {
-	n    *Node
-	dial func(raft.ServerAddress, time.Duration) (net.Conn, error)
+	n     *Node
+	dial  func(raft.ServerAddress, time.Duration) (net.Conn, error)
+	batch batcher[confirmWaiter]
 
-	mu      sync.Mutex
-	running bool
-	waiting []confirmWaiter
-	round   uint64
-	peers   map[raft.ServerAddress]*confirmPeer
-	served  map[net.Conn]bool // connections this node answers on
-	closed  bool
-	lease   *leaseState // --read-mode lease (lease.go); nil otherwise
+	mu     sync.Mutex
+	peers  map[raft.ServerAddress]*confirmPeer
+	served map[net.Conn]bool // connections this node answers on
+	closed bool
+	lease  *leaseState // --read-mode lease (lease.go); nil otherwise
+
+	// Used by the rounds' goroutine only (one round at a time, ordered
+	// by batch.mu): the voter that answered yes first in the last round,
+	// asked first in the next; and the recent time a round took to a
+	// quorum (an average), from which the wait before asking the others
+	// is set.
+	prefer raft.ServerAddress
+	rtt    time.Duration
+
+	// timeout bounds the wait for one voter's answer (the heartbeat
+	// timeout; a test may set it before the first read).
+	timeout time.Duration
+	// asked counts the requests this node sent as a leader, answers
+	// those it answered as a follower;
+	// while hold is set, a test's stand-in for a paused process, they
+	// are answered only once it is closed.
+	asked   atomic.Uint64
+	answers atomic.Uint64
+	hold    atomic.Pointer[chan struct{}]
 }
 
 // confirmWaiter is a read waiting for a round: the term its leader was
@@ -126,7 +148,10 @@ type confirmPeer struct {
 var errNotConfirmed = errors.New("cluster: leadership not confirmed")
 
 func newConfirmer(n *Node, dial func(raft.ServerAddress, time.Duration) (net.Conn, error)) *confirmer {
-	return &confirmer{n: n, dial: dial, peers: map[raft.ServerAddress]*confirmPeer{}, served: map[net.Conn]bool{}}
+	c := &confirmer{n: n, dial: dial, peers: map[raft.ServerAddress]*confirmPeer{}, served: map[net.Conn]bool{},
+		timeout: n.cfg.HeartbeatTimeout}
+	c.batch.round = c.runBatch
+	return c
 }
 
 // serving adds c to the connections this node answers on (false once the
@@ -161,47 +186,50 @@ func (c *confirmer) confirm(ctx context.Context, term uint64) error {
 // enqueue has the next round, begun after this call, tell done its
 // outcome, on the confirmer's goroutine.
 func (c *confirmer) enqueue(term uint64, done func(error)) {
-	c.mu.Lock()
-	c.waiting = append(c.waiting, confirmWaiter{term, done})
-	if !c.running {
-		c.running = true
-		go c.loop()
-	}
-	c.mu.Unlock()
-}
-
-// loop runs rounds while reads wait. A round asks about the newest term
-// among its reads; a read that arrived in an older term (this node has
-// led again since) is told its leadership was not confirmed.
-func (c *confirmer) loop() {
-	for {
-		c.mu.Lock()
-		batch := c.waiting
-		c.waiting = nil
-		if len(batch) == 0 {
-			c.running = false
-			c.mu.Unlock()
-			return
-		}
-		c.round++
-		round := c.round
-		c.mu.Unlock()
-		var term uint64
-		for _, w := range batch {
-			term = max(term, w.term)
-		}
-		err := c.run(round, term)
-		for _, w := range batch {
-			if w.term != term {
-				w.done(errNotConfirmed)
-				continue
-			}
-			w.done(err)
-		}
+	if !c.batch.add(confirmWaiter{term, done}) {
+		done(ErrShutdown)
 	}
 }
 
-// run asks every other voter once and waits for a quorum of yes.
+// runBatch runs a round for the reads waiting. A round asks about the
+// newest term among its reads; a read that arrived in an older term (this
+// node has led again since) is told its leadership was not confirmed.
+func (c *confirmer) runBatch(round uint64, batch []confirmWaiter) {
+	var term uint64
+	for _, w := range batch {
+		term = max(term, w.term)
+	}
+	err := c.run(round, term)
+	for _, w := range batch {
+		if w.term != term {
+			w.done(errNotConfirmed)
+			continue
+		}
+		w.done(err)
+	}
+}
+
+// Hedging: a round first asks only as many voters as a quorum needs
+// besides this node (one of two followers), the one that answered first
+// last time first; the others are asked too if one of those says no or
+// fails, or if no quorum has answered after hedgeAfter. Every voter asked
+// is asked after the reads arrived, so any quorum of yes confirms them, as
+// when all are asked at once. Asking fewer costs the followers less (each
+// answer is a wake-up and two system calls on a machine the members
+// share) and leaves the cores to the leader and its clients.
+const (
+	hedgeMin  = time.Millisecond // the least wait before asking the rest
+	hedgeRTTs = 4                // times the recent round time
+)
+
+// hedgeAfter is how long a round waits for its first voters' answers
+// before it asks the rest.
+func (c *confirmer) hedgeAfter() time.Duration {
+	return min(max(hedgeMin, hedgeRTTs*c.rtt), c.timeout)
+}
+
+// run asks other voters, after the call began, until a quorum said yes
+// (this node counting as one) or every voter answered.
 func (c *confirmer) run(round, term uint64) error {
 	f := c.n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
@@ -218,6 +246,10 @@ func (c *confirmer) run(round, term uint64) error {
 			yes++
 			continue
 		}
+		if s.Address == c.prefer {
+			others = append([]raft.ServerAddress{s.Address}, others...)
+			continue
+		}
 		others = append(others, s.Address)
 	}
 	need := voters/2 + 1
@@ -227,17 +259,51 @@ func (c *confirmer) run(round, term uint64) error {
 	if yes == 0 {
 		return errNotConfirmed // not a voter of its own configuration
 	}
-	timeout := c.n.cfg.HeartbeatTimeout
-	answers := make(chan bool, len(others))
-	for _, addr := range others {
-		go func() { answers <- c.ask(addr, round, term, timeout) }()
+	timeout := c.timeout
+	type answer struct {
+		addr raft.ServerAddress
+		yes  bool
 	}
-	for range others {
-		if <-answers {
-			yes++
-			if yes >= need {
+	answers := make(chan answer, len(others))
+	asked, pending := 0, 0
+	ask := func(k int) {
+		for ; k > 0 && asked < len(others); k-- {
+			addr := others[asked]
+			asked++
+			pending++
+			c.asked.Add(1)
+			go func() { answers <- answer{addr, c.ask(addr, round, term, timeout)} }()
+		}
+	}
+	start := time.Now()
+	ask(need - yes)
+	hedge := time.NewTimer(c.hedgeAfter())
+	defer hedge.Stop()
+	var first raft.ServerAddress // the first to say yes
+	for pending > 0 {
+		select {
+		case a := <-answers:
+			pending--
+			if !a.yes {
+				ask(1) // another voter in its place
+				continue
+			}
+			if first == "" {
+				first = a.addr
+			}
+			if yes++; yes >= need {
+				// The next round asks the first voter that said yes
+				// first, and its hedge
+				// waits a few of the recent rounds' times (a hedged
+				// round's too: were only quick rounds counted, a machine
+				// whose rounds all take longer than the hedge would ask
+				// every voter every time).
+				c.prefer = first
+				c.rtt = (3*c.rtt + time.Since(start)) / 4
 				return nil
 			}
+		case <-hedge.C:
+			ask(len(others))
 		}
 	}
 	return errNotConfirmed
@@ -292,6 +358,7 @@ func (c *confirmer) ask(addr raft.ServerAddress, round, term uint64, timeout tim
 
 // close drops every connection, those it asks on and those it answers on.
 func (c *confirmer) close() {
+	c.batch.close()
 	c.mu.Lock()
 	c.closed = true
 	for conn := range c.served {

@@ -177,9 +177,7 @@ func TestReadIndexCommitsNothing(t *testing.T) {
 			t.Fatal("every read committed an entry")
 		}
 	}
-	l.confirm.mu.Lock()
-	r0 := l.confirm.round
-	l.confirm.mu.Unlock()
+	r0 := l.confirm.batch.count()
 	const reads = 200
 	errs := make(chan error, reads)
 	for range reads {
@@ -193,9 +191,7 @@ func TestReadIndexCommitsNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l.confirm.mu.Lock()
-	rounds := l.confirm.round - r0
-	l.confirm.mu.Unlock()
+	rounds := l.confirm.batch.count() - r0
 	if rounds == 0 || rounds >= reads {
 		t.Fatalf("%d reads took %d confirmation rounds", reads, rounds)
 	}

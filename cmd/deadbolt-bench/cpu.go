@@ -39,6 +39,34 @@ func procCPU(pids []int) (time.Duration, error) {
 	return total, nil
 }
 
+// machineCPU returns the machine's busy and total CPU time in ticks, from
+// the first line of /proc/stat (idle and iowait count as not busy).
+func machineCPU() (busy, total int64, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("/proc/stat: unexpected format")
+	}
+	for i, s := range f[1:] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		if i >= 8 {
+			break // guest times are counted in user already
+		}
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total, nil
+}
+
 // measureCPU drives the workers and fills cpu/op from the target's
 // processes' CPU time.
 func measureCPU(ctx context.Context, t target, clients int, cfg config, worker func(int) (pairFunc, func(), error)) (cell, error) {

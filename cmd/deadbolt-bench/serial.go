@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -187,7 +189,7 @@ const (
 func reportMix(ctx context.Context, w io.Writer, targets []target) error {
 	type row struct {
 		name string
-		ops  float64
+		mixStats
 	}
 	var rows []row
 	for _, t := range targets {
@@ -200,7 +202,7 @@ func reportMix(ctx context.Context, w io.Writer, targets []target) error {
 				addr = a
 			}
 		}
-		ops, err := mixLoad(ctx, []string{addr})
+		st, err := mixLoad(ctx, []string{addr}, t.pids)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
@@ -208,7 +210,7 @@ func reportMix(ctx context.Context, w io.Writer, targets []target) error {
 		if t.leader != nil {
 			name += " leader"
 		}
-		rows = append(rows, row{name, ops})
+		rows = append(rows, row{name, st})
 		if t.leader == nil {
 			continue
 		}
@@ -217,21 +219,27 @@ func reportMix(ctx context.Context, w io.Writer, targets []target) error {
 			fmt.Fprintf(w, "%s all nodes: %v; row left out\n", t.name, err)
 			continue
 		}
-		if ops, err = mixLoad(ctx, reps); err != nil {
+		if st, err = mixLoad(ctx, reps, t.pids); err != nil {
 			return fmt.Errorf("%s spread: %w", t.name, err)
 		}
-		rows = append(rows, row{t.name + " all nodes", ops})
+		rows = append(rows, row{t.name + " all nodes", st})
 	}
 	if len(rows) == 0 {
 		return nil
 	}
 	fmt.Fprintf(w, "\nread-mostly: %d clients, 9 GETs in 10 and 1 SET, 1,000 keys, %v\n", mixClients, mixDuration)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tops/s\t")
+	fmt.Fprintln(tw, "system\tops/s\tserver cpu/op\tclient cpu/op\tmachine busy\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%.0f\t\n", r.name, r.ops)
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%.0f%%\t\n", r.name, r.ops, cpuText(r.server), cpuText(r.client), 100*r.busy)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "server cpu/op: CPU time of the system's server processes per operation (/proc, all three nodes, for a cluster;\n"+
+		"INFO cpu for redis-server); client cpu/op: this load generator's (go-redis); machine busy:\n"+
+		"all CPU time used on the machine (/proc/stat, other users' too) over the %d cores' time\n", runtime.NumCPU())
+	return nil
 }
 
 // replicasOf returns the followers' client addresses of t's current
@@ -267,8 +275,24 @@ func mixFailed(err error) bool {
 	return strings.HasPrefix(msg, "ERR outcome unknown") || strings.HasPrefix(msg, "TRYAGAIN") || strings.HasPrefix(msg, "CLUSTERDOWN")
 }
 
-// mixLoad runs the read-mostly load, client c on addrs[c % len(addrs)].
-func mixLoad(ctx context.Context, addrs []string) (float64, error) {
+// mixStats is what one read-mostly cell measured.
+type mixStats struct {
+	ops            float64       // operations per second
+	server, client time.Duration // CPU time per operation (0: not measured)
+	busy           float64       // the machine's CPU use, 0 to 1
+}
+
+// cpuText shows a CPU time per operation, blank when not measured.
+func cpuText(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond))
+}
+
+// mixLoad runs the read-mostly load, client c on addrs[c % len(addrs)],
+// and reads the CPU time of pids (the servers) and of this process.
+func mixLoad(ctx context.Context, addrs []string, pids []int) (mixStats, error) {
 	rcs := make([]*redis.Client, len(addrs))
 	for i, addr := range addrs {
 		per := (mixClients + len(addrs) - 1 - i) / len(addrs)
@@ -277,9 +301,19 @@ func mixLoad(ctx context.Context, addrs []string) (float64, error) {
 	}
 	for i := range 1000 {
 		if err := rcs[0].Set(ctx, "bench:mix:"+strconv.Itoa(i), i, 0).Err(); err != nil && !mixFailed(err) {
-			return 0, err
+			return mixStats{}, err
 		}
 	}
+	self := []int{os.Getpid()}
+	srvCPU := func() (time.Duration, error) {
+		if len(pids) == 0 {
+			return serverCPU(ctx, rcs[0]) // redis-server: INFO cpu
+		}
+		return procCPU(pids)
+	}
+	srv0, errS0 := srvCPU()
+	cli0, errC0 := procCPU(self)
+	busy0, total0, errB0 := machineCPU()
 	deadline := time.Now().Add(mixDuration)
 	counts := make(chan int, mixClients)
 	errs := make(chan error, mixClients)
@@ -318,8 +352,23 @@ func mixLoad(ctx context.Context, addrs []string) (float64, error) {
 		case n := <-counts:
 			total += n
 		case err := <-errs:
-			return 0, err
+			return mixStats{}, err
 		}
 	}
-	return float64(total) / mixDuration.Seconds(), nil
+	st := mixStats{ops: float64(total) / mixDuration.Seconds()}
+	srv1, errS1 := srvCPU()
+	cli1, errC1 := procCPU(self)
+	busy1, total1, errB1 := machineCPU()
+	if total > 0 {
+		if errS0 == nil && errS1 == nil {
+			st.server = (srv1 - srv0) / time.Duration(total)
+		}
+		if errC0 == nil && errC1 == nil {
+			st.client = (cli1 - cli0) / time.Duration(total)
+		}
+	}
+	if errB0 == nil && errB1 == nil && total1 > total0 {
+		st.busy = float64(busy1-busy0) / float64(total1-total0)
+	}
+	return st, nil
 }
