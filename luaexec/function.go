@@ -36,7 +36,7 @@ type Library struct {
 	Name      string
 	Functions []FunctionInfo // in registration order
 
-	fns  map[string]*lua.LFunction
+	fns  map[string]*libFunction
 	gen  int
 	code string // what was loaded: a library of that name and other code is another library
 }
@@ -131,7 +131,7 @@ func (e *Engine) LoadLibrary(name string, code []byte) (*Library, resp.Reply) {
 	env, meta := sb.libraryEnv(L)
 	fn := L.NewFunctionFromProto(proto)
 	fn.Env = env
-	lib := &Library{Name: name, fns: map[string]*lua.LFunction{}, gen: e.gen, code: string(code)}
+	lib := &Library{Name: name, fns: map[string]*libFunction{}, gen: e.gen, code: string(code)}
 	e.loading = &loading{lib: lib}
 	defer func() { e.loading = nil }()
 
@@ -211,8 +211,8 @@ func (e *Engine) CallFunction(libName, fname string, keys, args [][]byte, c Call
 	if !ok || lib.gen != e.gen {
 		return resp.Err("ERR Function not found")
 	}
-	fn := lib.fns[fname]
-	if fn == nil {
+	f := lib.fns[fname]
+	if f == nil {
 		return resp.Err("ERR Function not found")
 	}
 	defer func() {
@@ -225,9 +225,10 @@ func (e *Engine) CallFunction(libName, fname string, keys, args [][]byte, c Call
 	e.run.begin(e, fname, c, costFuncBase)
 	defer e.run.end()
 	L.SetTop(0)
-	L.Push(fn)
-	L.Push(e.sb.argsTable(L, keys))
-	L.Push(e.sb.argsTable(L, args))
+	kt, at := f.tables(L, e.sb, keys, args)
+	L.Push(f.fn)
+	L.Push(kt)
+	L.Push(at)
 	return e.result(fname, L.PCall(2, 1, e.sb.errHandler))
 }
 
@@ -329,7 +330,7 @@ func (e *Engine) registerFunction(L *lua.LState) int {
 	if _, dup := ld.lib.fns[info.Name]; dup {
 		raiseTable(L, "Function already exists in the library")
 	}
-	ld.lib.fns[info.Name] = callback
+	ld.lib.fns[info.Name] = newLibFunction(callback)
 	ld.lib.Functions = append(ld.lib.Functions, info)
 	return 0
 }

@@ -77,16 +77,3 @@ func (sb *sandbox) functionGlobals(L *lua.LState) *lua.LTable {
 	sb.lib.fnGlobals = g
 	return g
 }
-
-// argsTable is FCALL's keys or args as a new Lua array. A new one each
-// call, unlike a script's KEYS and ARGV (argTable): a library's functions
-// may keep what they are given in the library's own locals from one call
-// to the next. The strings come from the argument cache when they can,
-// which no function can tell from new ones.
-func (sb *sandbox) argsTable(L *lua.LState, items [][]byte) *lua.LTable {
-	t := L.CreateTable(len(items), 0)
-	for _, b := range items {
-		t.Append(sb.argCache.str(b))
-	}
-	return t
-}

@@ -1,0 +1,124 @@
+package luaexec
+
+import (
+	"testing"
+)
+
+// privateParams: which functions are proven not to keep the tables they
+// are given, and which are not. A "true" that should be "false" would let
+// a library see one call's table refilled by the next (the routes in
+// testdata/transcripts/functions.txt show that against redis-server).
+func TestPrivateParams(t *testing.T) {
+	for _, c := range []struct {
+		fn   string
+		want [2]bool
+	}{
+		{`function(keys, args) return 1 end`, [2]bool{true, true}},
+		{`function() return 1 end`, [2]bool{true, true}},
+		{`function(keys) return 1 end`, [2]bool{true, true}},
+		{`function(keys, args) return redis.call('hincrby', keys[1], args[2], 1) end`, [2]bool{true, true}},
+		{`function(keys, args) if redis.call('exists', keys[1]) == 0 then return nil end return redis.call('pttl', keys[1]) end`, [2]bool{true, true}},
+		{`function(keys, args) keys[1] = args[1] args.x = 1 return keys.y end`, [2]bool{true, true}},
+		{`function(keys, args) local r = {keys[1], args[1]} return r end`, [2]bool{true, true}},
+		{`function(keys, args) for i = 1, 3 do local k = keys[i] end return 0 end`, [2]bool{true, true}},
+		{`function(keys, args) keys = {} keys[1] = 1 return 1 end`, [2]bool{true, true}},
+		// every way out
+		{`function(keys, args) return keys end`, [2]bool{false, true}},
+		{`function(keys, args) return 1, args end`, [2]bool{true, false}},
+		{`function(keys, args) saved = keys end`, [2]bool{false, true}},
+		{`function(keys, args) local t = keys return t[1] end`, [2]bool{false, true}},
+		{`function(keys, args) return function() return args end end`, [2]bool{true, false}},
+		{`function(keys, args) return type(keys) end`, [2]bool{false, true}},
+		{`function(keys, args) return #keys end`, [2]bool{false, true}}, // a hidden call, for its error message
+		{`function(keys, args) local t = {} t[1] = args return 1 end`, [2]bool{true, false}},
+		{`function(keys, args) local t = {} t[keys] = 1 return 1 end`, [2]bool{false, true}},
+		{`function(keys, args) local t = {} return t[args] end`, [2]bool{true, false}},
+		{`function(keys, args) return {keys} end`, [2]bool{false, true}},
+		{`function(keys, args) return keys == args end`, [2]bool{false, false}},
+		{`function(keys, args) return keys .. 'x' end`, [2]bool{false, true}},
+		{`function(keys, args) if keys then return 1 end end`, [2]bool{false, true}},
+		{`function(keys, args) return keys and 1 end`, [2]bool{false, true}},
+		{`function(keys, args) return not args end`, [2]bool{true, false}},
+		{`function(keys, args) return keys:x() end`, [2]bool{false, true}},
+		{`function(keys, args) for k, v in pairs(args) do end end`, [2]bool{true, false}},
+		{`function(...) return 1 end`, [2]bool{false, false}},
+		{`function(keys, ...) return 1 end`, [2]bool{true, false}},
+	} {
+		e := newEngine(t, Options{})
+		code := "#!lua name=l\nlocal saved\nredis.register_function('f', " + c.fn + ")"
+		lib, r := e.LoadLibrary("l", []byte(code))
+		if r.IsError() {
+			t.Fatalf("%s: %v", c.fn, r)
+		}
+		if got := lib.fns["f"].private; got != c.want {
+			t.Errorf("%s: private %v, want %v", c.fn, got, c.want)
+		}
+	}
+	e := newEngine(t, Options{})
+	lib, r := e.LoadLibrary("g", []byte("#!lua name=g\nredis.register_function('f', redis.log)"))
+	if r.IsError() {
+		t.Fatal(r)
+	}
+	if got := lib.fns["f"].private; got != [2]bool{} {
+		t.Errorf("a Go function: private %v", got)
+	}
+}
+
+// A function that cannot keep its tables gets the same two tables, refilled,
+// on every call, and each call still sees exactly its own keys and args;
+// one that can gets new ones.
+func TestFunctionTablesReused(t *testing.T) {
+	e := newEngine(t, Options{})
+	code := "#!lua name=l\n" +
+		"redis.register_function('p', function(keys, args) return {keys[1], keys[2], keys[3], args[1], args[2], args[3]} end)\n" +
+		"redis.register_function('k', function(keys, args) return {keys, args} end)\n"
+	lib, r := e.LoadLibrary("l", []byte(code))
+	if r.IsError() {
+		t.Fatal(r)
+	}
+	e.Keep(lib)
+	call := func(name string, keys, args []string) string {
+		var k, a [][]byte
+		for _, s := range keys {
+			k = append(k, []byte(s))
+		}
+		for _, s := range args {
+			a = append(a, []byte(s))
+		}
+		return replyString(e.CallFunction("l", name, k, a, nopCaller{}))
+	}
+	p, k := lib.fns["p"], lib.fns["k"]
+	if p.private != [2]bool{true, true} || k.private != [2]bool{false, false} {
+		t.Fatalf("private: p %v, k %v", p.private, k.private)
+	}
+	// (the reply is the array up to its first nil)
+	for i, c := range []struct {
+		keys, args []string
+		want       string
+	}{
+		{[]string{"a", "b"}, []string{"x"}, "*2\r\n$1\r\na\r\n$1\r\nb\r\n"},
+		{[]string{"a", "b"}, []string{"x"}, "*2\r\n$1\r\na\r\n$1\r\nb\r\n"},
+		{[]string{"a", "c"}, []string{"x", "y"}, "*2\r\n$1\r\na\r\n$1\r\nc\r\n"},
+		{[]string{"a"}, []string{"x", "y", "z"}, "*1\r\n$1\r\na\r\n"},
+		{nil, []string{"w"}, "*0\r\n"},
+		{[]string{"a", "b", "c"}, []string{"q", "r", "s"}, "*6\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nq\r\n$1\r\nr\r\n$1\r\ns\r\n"},
+	} {
+		before := [2]any{p.args[0].t, p.args[1].t}
+		same := [2]bool{len(c.keys) == len(p.args[0].vals), len(c.args) == len(p.args[1].vals)}
+		if got := call("p", c.keys, c.args); got != c.want {
+			t.Errorf("call %d %v %v: %q, want %q", i, c.keys, c.args, got, c.want)
+		}
+		for j := range same {
+			// a table is refilled when it is as long as it was
+			if i > 0 && same[j] != (before[j] == any(p.args[j].t)) {
+				t.Errorf("call %d: table %d as long as before: %v, reused: %v", i, j, same[j], !same[j])
+			}
+		}
+	}
+	call("k", []string{"a"}, []string{"x"})
+	before := [2]any{k.args[0].t, k.args[1].t}
+	call("k", []string{"a"}, []string{"x"})
+	if before[0] == any(k.args[0].t) || before[1] == any(k.args[1].t) {
+		t.Error("k, which returns its tables, got the same tables twice")
+	}
+}
