@@ -119,8 +119,14 @@ func (e *Engine) LoadLibrary(name string, code []byte) (*Library, resp.Reply) {
 	if msg != "" {
 		return nil, resp.Err("ERR Error compiling function: " + msg)
 	}
-	stmts, cost := instrument(p, true, false)
+	stmts, cost := instrumentLibrary(p, !e.slowLibs)
 	proto, err := lua.Compile(stmts, chunkID("@user_function", 60))
+	if err != nil {
+		// the hidden locals take registers: try again without them
+		p, _ = parseChunk(string(src), chunkID("@user_function", 80))
+		stmts, cost = instrumentLibrary(p, false)
+		proto, err = lua.Compile(stmts, chunkID("@user_function", 60))
+	}
 	if err != nil {
 		return nil, resp.Err("ERR Error compiling function: user_function:" + strconv.Itoa(compileErrLine(err)) + ": function or expression too complex")
 	}
@@ -156,6 +162,7 @@ func (e *Engine) LoadLibrary(name string, code []byte) (*Library, resp.Reply) {
 	case len(lib.Functions) == 0:
 		return nil, resp.Err("ERR No functions registered")
 	}
+	sb.bindLibrary(L, lib)
 	return lib, resp.NilReply
 }
 

@@ -1,6 +1,7 @@
 package luaexec
 
 import (
+	"os"
 	"testing"
 )
 
@@ -120,5 +121,71 @@ func TestFunctionTablesReused(t *testing.T) {
 	call("k", []string{"a"}, []string{"x"})
 	if before[0] == any(k.args[0].t) || before[1] == any(k.args[1].t) {
 		t.Error("k, which returns its tables, got the same tables twice")
+	}
+}
+
+// Reading redis.call and redis.pcall through the library's hidden locals
+// (libraryHoisted) changes neither what a function does, nor its errors,
+// nor what it costs, whether it runs once the library is loaded or while
+// it loads.
+func TestLibraryHoistingChangesNothing(t *testing.T) {
+	lock, err := os.ReadFile("../compat/testdata/lock.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := os.ReadFile("../compat/testdata/unlock.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := []string{
+		lockScript,
+		unlockScript,
+		string(lock),
+		string(unlock),
+		`return redis.call('get', KEYS[1])`,
+		`return redis.pcall('nosuch')`,
+		`return redis.call('nosuch')`,
+		`return redis.call()`,
+		`return redis.call.x`,
+		`return redis.pcall.x.y`,
+		`return redis.call:x()`,
+		`return tostring(redis.call == redis.pcall)`,
+		`local ok, e = pcall(redis.call, 'nosuch') return e`,
+		`redis.call = 1`,
+		`function redis.pcall() end`,
+		`local redis = {call = function() return 'mine' end} return redis.call()`,
+		`local function inner() return redis.pcall('get', KEYS[1]) end return inner()`,
+		`return (function() return function() return redis.call('get', ARGV[1]) end end)()()`,
+		`while true do redis.call('get', KEYS[1]) end`,
+		`return redis.call(error('first'))`,
+	}
+	type outcome struct {
+		load, call string
+		used       int64
+	}
+	for _, body := range bodies {
+		for _, atLoad := range []bool{false, true} {
+			code := "#!lua name=l\nlocal function f(KEYS, ARGV)\n" + body + "\nend\nredis.register_function('f', f)\n"
+			if atLoad {
+				code += "f({'k1'}, {'a1'})\n"
+			}
+			var got [2]outcome
+			for i, slow := range []bool{false, true} {
+				e := New(Options{Budget: 200_000})
+				e.slowLibs = slow
+				lib, r := e.LoadLibrary("l", []byte(code))
+				got[i].load = replyString(r)
+				if lib != nil {
+					e.Keep(lib)
+					got[i].call = replyString(e.CallFunction("l", "f", [][]byte{[]byte("k1"), []byte("k2")},
+						[][]byte{[]byte("a1"), []byte("a2"), []byte("a3"), []byte("publish"), []byte("5")}, lockCaller{mapCaller{"a1": "x"}}))
+				}
+				got[i].used = e.run.used
+				e.Close()
+			}
+			if got[0] != got[1] {
+				t.Errorf("%s (at load: %v):\n hoisted   %+v\n otherwise %+v", body, atLoad, got[0], got[1])
+			}
+		}
 	}
 }
