@@ -36,9 +36,10 @@ type Library struct {
 	Name      string
 	Functions []FunctionInfo // in registration order
 
-	fns  map[string]*libFunction
-	gen  int
-	code string // what was loaded: a library of that name and other code is another library
+	fns     map[string]*libFunction
+	gen     int
+	code    string // what was loaded: a library of that name and other code is another library
+	matched *byte  // the code HasLibrary last found equal to code
 }
 
 // functionFlags are the flags register_function accepts.
@@ -201,10 +202,23 @@ func (e *Engine) Drop(name string) {
 }
 
 // HasLibrary reports whether the engine holds the functions of the
-// library of that name and code, for its current Lua state.
+// library of that name and code, for its current Lua state. FCALL asks it
+// on every call: it remembers where the code it last found equal is, and
+// does not compare again when asked with the same bytes at the same
+// address, so a caller must not change bytes it passed here.
 func (e *Engine) HasLibrary(name string, code []byte) bool {
 	lib, ok := e.libs[name]
-	return ok && lib.gen == e.gen && lib.code == string(code)
+	if !ok || lib.gen != e.gen || len(lib.code) != len(code) {
+		return false
+	}
+	if len(code) == 0 || lib.matched == &code[0] {
+		return true
+	}
+	if lib.code != string(code) {
+		return false
+	}
+	lib.matched = &code[0]
+	return true
 }
 
 // CallFunction runs a function of a kept library with keys and args, as

@@ -2,6 +2,7 @@ package luaexec
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -187,5 +188,37 @@ func TestLibraryHoistingChangesNothing(t *testing.T) {
 				t.Errorf("%s (at load: %v):\n hoisted   %+v\n otherwise %+v", body, atLoad, got[0], got[1])
 			}
 		}
+	}
+}
+
+// HasLibrary: the same code, at the address it last matched or another,
+// is the library; other code of the same length is not.
+func TestHasLibrary(t *testing.T) {
+	e := newEngine(t, Options{})
+	code := "#!lua name=l\nredis.register_function('f', function() return 1 end)"
+	lib, r := e.LoadLibrary("l", []byte(code))
+	if r.IsError() {
+		t.Fatal(r)
+	}
+	e.Keep(lib)
+	kept := []byte(code)
+	other := []byte(strings.Replace(code, "1", "2", 1))
+	for i, c := range []struct {
+		code []byte
+		want bool
+	}{
+		{kept, true}, {kept, true}, {[]byte(code), true}, {other, false}, {kept, true},
+		{[]byte(code + " "), false}, {nil, false},
+	} {
+		if got := e.HasLibrary("l", c.code); got != c.want {
+			t.Errorf("%d: %v, want %v", i, got, c.want)
+		}
+	}
+	if e.HasLibrary("m", kept) {
+		t.Error("another name")
+	}
+	e.newState()
+	if e.HasLibrary("l", kept) {
+		t.Error("a new Lua state still has the library")
 	}
 }
