@@ -63,12 +63,6 @@ func (f *libFunction) tables(L *lua.LState, sb *sandbox, keys, args [][]byte) (*
 	return f.args[0].table(L), f.args[1].table(L)
 }
 
-// Lua 5.1 instruction fields, as gopher-lua lays them out (opcode.go).
-func opcode(i uint32) int { return int(i >> 26) }
-func argA(i uint32) int   { return int(i>>18) & 0xff }
-func argB(i uint32) int   { return int(i & 0x1ff) }
-func argC(i uint32) int   { return int(i>>9) & 0x1ff }
-
 const rkConstant = 1 << 8 // an RK operand with this bit names a constant
 
 // privateParams reports, for a function's first two parameters, whether
@@ -99,8 +93,8 @@ func privateParams(p *lua.FunctionProto) (private [2]bool) {
 		}
 	}
 	for _, in := range p.Code {
-		a, b, c := argA(in), argB(in), argC(in)
-		switch opcode(in) {
+		a, b, c := opA(in), opB(in), opC(in)
+		switch opCode(in) {
 		case lua.OP_LOADK, lua.OP_LOADBOOL, lua.OP_LOADNIL, lua.OP_GETUPVAL, lua.OP_GETGLOBAL,
 			lua.OP_NEWTABLE, lua.OP_JMP, lua.OP_CLOSE, lua.OP_CLOSURE, lua.OP_VARARG, lua.OP_NOP:
 			// no register read (a closure's captures are the MOVE

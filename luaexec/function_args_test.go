@@ -159,6 +159,13 @@ func TestLibraryHoistingChangesNothing(t *testing.T) {
 		`return (function() return function() return redis.call('get', ARGV[1]) end end)()()`,
 		`while true do redis.call('get', KEYS[1]) end`,
 		`return redis.call(error('first'))`,
+		`local a = redis.call('get', KEYS[1]) return (a or ARGV.z).x`,
+		`local a = redis.pcall('get', KEYS[1]) a = nil return (a or redis.call).x.y`,
+		`local a = redis.pcall('get', KEYS[1]) return (a and redis.call).x.y`,
+		`local a = redis.pcall('get', KEYS[1]) return (redis.call or a).x.y`,
+		`local a = redis.pcall('get', KEYS[1]) return (redis.call and a).x.y`,
+		`local a = nil return ((a or redis.call) or a).x.y`,
+		`return (KEYS[5] or redis.pcall).x`,
 	}
 	type outcome struct {
 		load, call string
