@@ -21,7 +21,9 @@ import lua "github.com/yuin/gopher-lua"
 // gives a function's parameters the first registers and never reuses
 // them for temporaries). The table cannot leave the call if that register
 // is read only as the table of an indexing (`keys[i]`, `keys[i] = v`) or
-// of a length (`#keys`): every other read (a move to another register,
+// of a length (`#keys`, which the instrumentation turns into a call of its
+// hidden length function, lenArgument): every other read (a move to
+// another register,
 // which is also how a nested function captures it as an upvalue, an
 // argument or return value, a comparison, a store into a global, an
 // upvalue or another table, a key) counts as an escape. Writes to the
@@ -92,7 +94,7 @@ func privateParams(p *lua.FunctionProto) (private [2]bool) {
 			reg(r)
 		}
 	}
-	for _, in := range p.Code {
+	for pc, in := range p.Code {
 		a, b, c := opA(in), opB(in), opC(in)
 		switch opCode(in) {
 		case lua.OP_LOADK, lua.OP_LOADBOOL, lua.OP_LOADNIL, lua.OP_GETUPVAL, lua.OP_GETGLOBAL,
@@ -106,7 +108,11 @@ func privateParams(p *lua.FunctionProto) (private [2]bool) {
 		case lua.OP_SETTABLE, lua.OP_SETTABLEKS:
 			rk(b) // the table (a) is harmless: argTable sees what changed
 			rk(c)
-		case lua.OP_MOVE, lua.OP_MOVEN, lua.OP_UNM, lua.OP_NOT, lua.OP_TESTSET:
+		case lua.OP_MOVE:
+			if !lenArgument(p, pc) {
+				reg(b)
+			}
+		case lua.OP_MOVEN, lua.OP_UNM, lua.OP_NOT, lua.OP_TESTSET:
 			reg(b)
 		case lua.OP_SELF:
 			reg(b)
@@ -145,4 +151,18 @@ func privateParams(p *lua.FunctionProto) (private [2]bool) {
 		private[i] = !escaped[i]
 	}
 	return private
+}
+
+// lenArgument reports whether the MOVE at pc only passes a value to the
+// instrumentation's length function (#x is \0len(x, desc), which keeps
+// nothing): GETUPVAL f \0len; MOVE f+1 x; LOADK f+2 desc; CALL f 3 2.
+func lenArgument(p *lua.FunctionProto, pc int) bool {
+	if pc < 1 || pc+2 >= len(p.Code) {
+		return false
+	}
+	up, mv, k, call := p.Code[pc-1], p.Code[pc], p.Code[pc+1], p.Code[pc+2]
+	f := opA(up)
+	return opCode(up) == lua.OP_GETUPVAL && opB(up) < len(p.DbgUpvalues) && p.DbgUpvalues[opB(up)] == hidLen &&
+		opA(mv) == f+1 && opCode(k) == lua.OP_LOADK && opA(k) == f+2 &&
+		opCode(call) == lua.OP_CALL && opA(call) == f && opB(call) == 3
 }

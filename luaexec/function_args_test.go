@@ -31,7 +31,13 @@ func TestPrivateParams(t *testing.T) {
 		{`function(keys, args) local t = keys return t[1] end`, [2]bool{false, true}},
 		{`function(keys, args) return function() return args end end`, [2]bool{true, false}},
 		{`function(keys, args) return type(keys) end`, [2]bool{false, true}},
-		{`function(keys, args) return #keys end`, [2]bool{false, true}}, // a hidden call, for its error message
+		{`function(keys, args) return #keys end`, [2]bool{true, true}}, // \0len(keys, desc): keeps nothing
+		{`function(keys, args) local n = #keys + #args return n, keys[n] end`, [2]bool{true, true}},
+		{`function(keys, args) for i = 1, #keys do redis.call('get', keys[i]) end end`, [2]bool{true, true}},
+		{`function(keys, args) return #keys, type(keys) end`, [2]bool{false, true}},
+		// functions.txt's n_len
+		{`function(keys, args) local r = {#keys, #args, keys[#keys] or 'none', args[#args] or 'none'} keys[#keys + 1] = 'grown' args[#args] = nil return r end`, [2]bool{true, true}},
+		{`function(keys, args) return rawlen and 1 or #(keys) end`, [2]bool{true, true}},
 		{`function(keys, args) local t = {} t[1] = args return 1 end`, [2]bool{true, false}},
 		{`function(keys, args) local t = {} t[keys] = 1 return 1 end`, [2]bool{false, true}},
 		{`function(keys, args) local t = {} return t[args] end`, [2]bool{true, false}},
