@@ -86,3 +86,37 @@ func benchLockUnlock(b *testing.B, n *Node, opt func(*redis.Options)) {
 		}
 	})
 }
+
+// BenchmarkLockUnlockFcall is BenchmarkLockUnlock with the two scripts
+// loaded as the functions of one library and called with FCALL.
+func BenchmarkLockUnlockFcall(b *testing.B) {
+	n := RunT(b)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: n.Addr(), PoolSize: 64})
+	defer rdb.Close()
+	lib := "#!lua name=benchlock\n" +
+		"local function lock(KEYS, ARGV)\n" + rLock + "\nend\n" +
+		"local function unlock(KEYS, ARGV)\n" + rUnlock + "\nend\n" +
+		"redis.register_function('lock', lock)\nredis.register_function('unlock', unlock)\n"
+	if err := rdb.FunctionLoad(ctx, lib).Err(); err != nil {
+		b.Fatal(err)
+	}
+	var id atomic.Int64
+	b.SetParallelism(32)
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op") }()
+	b.RunParallel(func(pb *testing.PB) {
+		me := id.Add(1)
+		key := fmt.Sprintf("{lock%d}", me)
+		owner := fmt.Sprintf("uuid:%d", me)
+		for pb.Next() {
+			if err := rdb.FCall(ctx, "lock", []string{key}, 30000, owner).Err(); err != redis.Nil {
+				b.Fatal(err)
+			}
+			if err := rdb.FCall(ctx, "unlock", []string{key, "redisson_lock__channel:" + key}, 0, 30000, owner).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

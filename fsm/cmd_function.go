@@ -343,5 +343,5 @@ func cmdFcall(c *Ctx, args [][]byte) resp.Reply {
 		c.script = saved
 		c.selectDB(savedDB)
 	}()
-	return c.f.lua.CallFunction(libName, string(args[1]), args[3:3+numKeys], args[3+numKeys:], (*scriptCaller)(c))
+	return c.f.lua.CallFunction(libName, meta.Name, args[3:3+numKeys], args[3+numKeys:], (*scriptCaller)(c)) // meta.Name: no copy of args[1]
 }

@@ -30,8 +30,11 @@
 // beyond their values, recent argument strings are kept boxed in a small
 // cache, redis.call builds its command in one reused buffer (see Caller),
 // and a chunk reads KEYS, ARGV, redis.call and redis.pcall once into hidden
-// locals rather than through the read-only environment on every use. None
-// of this is visible to scripts, nor to the work budget.
+// locals rather than through the read-only environment on every use. A
+// function (FCALL) gets the same two tables refilled when its code shows it
+// cannot keep them, and reads redis.call and redis.pcall through hidden
+// upvalues of its library (DESIGN.md). None of this is visible to scripts,
+// nor to the work budget.
 //
 // The package knows nothing about commands: the Caller a script runs with
 // executes redis.call and must enforce what Redis enforces for scripts

@@ -72,6 +72,7 @@ type Engine struct {
 	callArgs callArgs            // the command of the current redis.call
 	libs     map[string]*Library // function libraries' closures by name (function.go)
 	loading  *loading            // the library being loaded
+	slowLibs bool                // tests: no libraryHoisted
 }
 
 // script is one compiled script.

@@ -36,9 +36,10 @@ type Library struct {
 	Name      string
 	Functions []FunctionInfo // in registration order
 
-	fns  map[string]*lua.LFunction
-	gen  int
-	code string // what was loaded: a library of that name and other code is another library
+	fns     map[string]*libFunction
+	gen     int
+	code    string // what was loaded: a library of that name and other code is another library
+	matched *byte  // the code HasLibrary last found equal to code
 }
 
 // functionFlags are the flags register_function accepts.
@@ -119,8 +120,14 @@ func (e *Engine) LoadLibrary(name string, code []byte) (*Library, resp.Reply) {
 	if msg != "" {
 		return nil, resp.Err("ERR Error compiling function: " + msg)
 	}
-	stmts, cost := instrument(p, true, false)
+	stmts, cost := instrumentLibrary(p, !e.slowLibs)
 	proto, err := lua.Compile(stmts, chunkID("@user_function", 60))
+	if err != nil {
+		// the hidden locals take registers: try again without them
+		p, _ = parseChunk(string(src), chunkID("@user_function", 80))
+		stmts, cost = instrumentLibrary(p, false)
+		proto, err = lua.Compile(stmts, chunkID("@user_function", 60))
+	}
 	if err != nil {
 		return nil, resp.Err("ERR Error compiling function: user_function:" + strconv.Itoa(compileErrLine(err)) + ": function or expression too complex")
 	}
@@ -131,7 +138,7 @@ func (e *Engine) LoadLibrary(name string, code []byte) (*Library, resp.Reply) {
 	env, meta := sb.libraryEnv(L)
 	fn := L.NewFunctionFromProto(proto)
 	fn.Env = env
-	lib := &Library{Name: name, fns: map[string]*lua.LFunction{}, gen: e.gen, code: string(code)}
+	lib := &Library{Name: name, fns: map[string]*libFunction{}, gen: e.gen, code: string(code)}
 	e.loading = &loading{lib: lib}
 	defer func() { e.loading = nil }()
 
@@ -156,6 +163,7 @@ func (e *Engine) LoadLibrary(name string, code []byte) (*Library, resp.Reply) {
 	case len(lib.Functions) == 0:
 		return nil, resp.Err("ERR No functions registered")
 	}
+	sb.bindLibrary(L, lib)
 	return lib, resp.NilReply
 }
 
@@ -194,10 +202,23 @@ func (e *Engine) Drop(name string) {
 }
 
 // HasLibrary reports whether the engine holds the functions of the
-// library of that name and code, for its current Lua state.
+// library of that name and code, for its current Lua state. FCALL asks it
+// on every call: it remembers where the code it last found equal is, and
+// does not compare again when asked with the same bytes at the same
+// address, so a caller must not change bytes it passed here.
 func (e *Engine) HasLibrary(name string, code []byte) bool {
 	lib, ok := e.libs[name]
-	return ok && lib.gen == e.gen && lib.code == string(code)
+	if !ok || lib.gen != e.gen || len(lib.code) != len(code) {
+		return false
+	}
+	if len(code) == 0 || lib.matched == &code[0] {
+		return true
+	}
+	if lib.code != string(code) {
+		return false
+	}
+	lib.matched = &code[0]
+	return true
 }
 
 // CallFunction runs a function of a kept library with keys and args, as
@@ -211,8 +232,8 @@ func (e *Engine) CallFunction(libName, fname string, keys, args [][]byte, c Call
 	if !ok || lib.gen != e.gen {
 		return resp.Err("ERR Function not found")
 	}
-	fn := lib.fns[fname]
-	if fn == nil {
+	f := lib.fns[fname]
+	if f == nil {
 		return resp.Err("ERR Function not found")
 	}
 	defer func() {
@@ -225,9 +246,10 @@ func (e *Engine) CallFunction(libName, fname string, keys, args [][]byte, c Call
 	e.run.begin(e, fname, c, costFuncBase)
 	defer e.run.end()
 	L.SetTop(0)
-	L.Push(fn)
-	L.Push(e.sb.argsTable(L, keys))
-	L.Push(e.sb.argsTable(L, args))
+	kt, at := f.tables(L, e.sb, keys, args)
+	L.Push(f.fn)
+	L.Push(kt)
+	L.Push(at)
 	return e.result(fname, L.PCall(2, 1, e.sb.errHandler))
 }
 
@@ -329,7 +351,7 @@ func (e *Engine) registerFunction(L *lua.LState) int {
 	if _, dup := ld.lib.fns[info.Name]; dup {
 		raiseTable(L, "Function already exists in the library")
 	}
-	ld.lib.fns[info.Name] = callback
+	ld.lib.fns[info.Name] = newLibFunction(callback)
 	ld.lib.Functions = append(ld.lib.Functions, info)
 	return 0
 }

@@ -78,15 +78,44 @@ func (sb *sandbox) functionGlobals(L *lua.LState) *lua.LTable {
 	return g
 }
 
-// argsTable is FCALL's keys or args as a new Lua array. A new one each
-// call, unlike a script's KEYS and ARGV (argTable): a library's functions
-// may keep what they are given in the library's own locals from one call
-// to the next. The strings come from the argument cache when they can,
-// which no function can tell from new ones.
-func (sb *sandbox) argsTable(L *lua.LState, items [][]byte) *lua.LTable {
-	t := L.CreateTable(len(items), 0)
-	for _, b := range items {
-		t.Append(sb.argCache.str(b))
+// bindLibrary stores redis.call and redis.pcall, as a library's functions
+// see them, in the hidden locals of the library's chunk, once its load is
+// over (see libraryHoisted). It finds them as upvalues of the functions
+// the library registered and of the functions those reach through their
+// upvalues; one it does not find stays nil, and the functions that read it
+// look redis.call up as they would without it.
+func (sb *sandbox) bindLibrary(L *lua.LState, lib *Library) {
+	redis, ok := L.GetTable(sb.functionGlobals(L), lua.LString("redis")).(*lua.LTable)
+	if !ok {
+		return
 	}
-	return t
+	real := sb.real(redis)
+	vals := map[string]lua.LValue{
+		libraryLocals[0]: real.RawGetString("call"),
+		libraryLocals[1]: real.RawGetString("pcall"),
+	}
+	seen := map[*lua.LFunction]bool{}
+	var walk func(fn *lua.LFunction)
+	walk = func(fn *lua.LFunction) {
+		if fn.IsG || fn.Proto == nil || seen[fn] || len(seen) >= 4096 {
+			return
+		}
+		seen[fn] = true
+		for i, uv := range fn.Upvalues {
+			if i < len(fn.Proto.DbgUpvalues) && uv != nil && uv.IsClosed() {
+				if v, ok := vals[fn.Proto.DbgUpvalues[i]]; ok {
+					uv.SetValue(v)
+					continue
+				}
+			}
+			if uv != nil {
+				if f, ok := uv.Value().(*lua.LFunction); ok {
+					walk(f)
+				}
+			}
+		}
+	}
+	for _, f := range lib.fns {
+		walk(f.fn)
+	}
 }

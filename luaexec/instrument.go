@@ -80,6 +80,7 @@ type instrumenter struct {
 	numMemo map[ast.Expr]bool
 	used    map[string]bool // hidden functions the chunk calls
 	hoist   bool            // read hoistable globals through hidden locals
+	lib     bool            // a library: its functions read redis.call/pcall through upvalues (libraryHoisted)
 	hoisted map[string]bool // hidden locals the chunk reads
 	depth   int             // nesting of the function bodies being rewritten
 }
@@ -92,7 +93,18 @@ type instrumenter struct {
 // also charges its own cost when it runs. The cost does not depend on
 // hoist.
 func instrument(p *parsed, chargeMain, hoist bool) ([]ast.Stmt, int64) {
-	in := &instrumenter{p: p, used: make(map[string]bool), hoist: hoist, hoisted: make(map[string]bool)}
+	return (&instrumenter{p: p, hoist: hoist}).run(chargeMain)
+}
+
+// instrumentLibrary is instrument for a function library's chunk (charged
+// when it runs, no hoisting in its body); fast is libraryHoisted.
+func instrumentLibrary(p *parsed, fast bool) ([]ast.Stmt, int64) {
+	return (&instrumenter{p: p, lib: fast}).run(true)
+}
+
+func (in *instrumenter) run(chargeMain bool) ([]ast.Stmt, int64) {
+	p := in.p
+	in.used, in.hoisted = make(map[string]bool), make(map[string]bool)
 	in.inferNumbers()
 	in.numMemo = make(map[ast.Expr]bool)
 	cost := in.blockCost(p.stmts)
@@ -100,7 +112,9 @@ func instrument(p *parsed, chargeMain, hoist bool) ([]ast.Stmt, int64) {
 	if chargeMain {
 		stmts = append([]ast.Stmt{in.chargeStmt(int(cost)+costFuncBase, 1)}, stmts...)
 	}
-	if len(in.hoisted) > 0 {
+	if in.lib && len(in.hoisted) > 0 {
+		stmts = append([]ast.Stmt{localDecl(libraryLocals[:], nil)}, stmts...)
+	} else if len(in.hoisted) > 0 {
 		call := in.hiddenCall(hidArgs, 1)
 		call.AdjustRet = false // all of its values
 		stmts = append([]ast.Stmt{localDecl(hoistedLocals[:], []ast.Expr{call})}, stmts...)
@@ -182,6 +196,49 @@ func (in *instrumenter) hoistedName(e ast.Expr) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// libraryLocals are the hidden locals of a library's chunk that hold
+// redis.call and redis.pcall for its functions (libraryHoisted).
+var libraryLocals = [...]string{hoistedLocals[2], hoistedLocals[3]}
+
+// libraryHoisted rewrites a read of redis.call or redis.pcall (the global
+// redis) inside a library's functions as
+//
+//	(\0redis.call or redis.call)
+//
+// where \0redis.call is a local of the library's chunk, declared (nil) at
+// its start, that the functions see as an upvalue. Once the load is over,
+// LoadLibrary stores in it what redis.call is from then on (bindLibrary),
+// and every later read costs one upvalue read instead of four table
+// lookups (the library's environment, its __index, the read-only redis
+// table's proxy and its __index). No script can change a global nor a
+// field of redis, so the value stored is what the lookup would find. While
+// the library loads, the local is nil and the original lookup runs, with
+// its error ("Script attempted to access nonexistent global variable
+// 'call'") before any argument is evaluated, as before; error messages
+// that name the value name the lookup (objName reads the last instruction
+// that stored into the register), and costs are computed from the code
+// before any rewriting.
+func (in *instrumenter) libraryHoisted(e ast.Expr) (ast.Expr, bool) {
+	if !in.lib || in.depth == 0 {
+		return nil, false
+	}
+	x, ok := e.(*ast.AttrGetExpr)
+	if !ok {
+		return nil, false
+	}
+	id, ok := x.Object.(*ast.IdentExpr)
+	k, ok2 := x.Key.(*ast.StringExpr)
+	if !ok || !ok2 || id.Value != "redis" || in.p.names[id] != nil || (k.Value != "call" && k.Value != "pcall") {
+		return nil, false
+	}
+	name := "\x00redis." + k.Value
+	in.hoisted[name] = true
+	or := &ast.LogicalOpExpr{Operator: "or", Lhs: identAt(name, x.Line()), Rhs: x}
+	or.SetLine(x.Line())
+	or.SetLastLine(x.LastLine())
+	return or, true
 }
 
 // --- number inference ----------------------------------------------------------
@@ -589,6 +646,9 @@ func (in *instrumenter) describe(e ast.Expr) string {
 }
 
 func (in *instrumenter) expr(e ast.Expr) ast.Expr {
+	if x, ok := in.libraryHoisted(e); ok {
+		return x
+	}
 	if name, ok := in.hoistedName(e); ok {
 		in.hoisted[name] = true
 		return identAt(name, e.Line())

@@ -157,6 +157,7 @@ func objName(p *lua.FunctionProto, pc, reg int) (kind, name string) {
 		// the last instruction before pc that stored into reg
 		var ins uint32
 		found := false
+		at := 0
 		for j := pc - 1; j >= 0; j-- {
 			i := p.Code[j]
 			if !writesA(i) {
@@ -165,13 +166,13 @@ func objName(p *lua.FunctionProto, pc, reg int) (kind, name string) {
 			a := opA(i)
 			if opCode(i) == lua.OP_LOADNIL {
 				if a <= reg && reg <= opB(i) {
-					ins, found = i, true
+					ins, found, at = i, true, j
 					break
 				}
 				continue
 			}
 			if a == reg {
-				ins, found = i, true
+				ins, found, at = i, true, j
 				break
 			}
 		}
@@ -190,6 +191,11 @@ func objName(p *lua.FunctionProto, pc, reg int) (kind, name string) {
 			if b := opB(ins); b < opA(ins) {
 				reg = b
 				continue
+			} else if b == opA(ins) && libraryHoistedAt(p, at, reg) {
+				// "(\0redis.call or redis.call)" ends with a move of the
+				// register to itself: name it as the lookup it stands for
+				pc = at
+				continue
 			}
 			return "", ""
 		case lua.OP_GETTABLE, lua.OP_GETTABLEKS:
@@ -205,6 +211,48 @@ func objName(p *lua.FunctionProto, pc, reg int) (kind, name string) {
 		return "", ""
 	}
 	return "", ""
+}
+
+// libraryHoistedAt reports whether the move to itself of register reg at
+// pc ends a read that libraryHoisted rewrote, as gopher-lua compiles it:
+//
+//	GETUPVAL reg \0redis.call; TESTSET reg reg; JMP past pc; <the lookup>; MOVE reg reg
+func libraryHoistedAt(p *lua.FunctionProto, pc, reg int) bool {
+	for j := pc - 1; j >= 0 && j >= pc-8; j-- {
+		i := p.Code[j]
+		if opCode(i) != lua.OP_GETUPVAL || opA(i) != reg {
+			continue
+		}
+		if b := opB(i); b >= len(p.DbgUpvalues) || (p.DbgUpvalues[b] != libraryLocals[0] && p.DbgUpvalues[b] != libraryLocals[1]) {
+			return false
+		}
+		if j+2 >= pc {
+			return false
+		}
+		test, jmp := p.Code[j+1], p.Code[j+2]
+		if opCode(test) != lua.OP_TESTSET || opA(test) != reg || opB(test) != reg || jumpTarget(jmp, j+2) != pc+1 {
+			return false
+		}
+		// Alone: no other jump lands after it (as the end of an enclosing
+		// "a or ..." would), or the value may come from elsewhere, and
+		// the code without the rewrite names none.
+		for k, i := range p.Code {
+			if k != j+2 && jumpTarget(i, k) == pc+1 {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// jumpTarget is where the JMP at pc goes, or -1 for another instruction.
+func jumpTarget(i uint32, pc int) int {
+	const maxSbx = (1<<18 - 1) >> 1 // gopher-lua's sBx bias
+	if opCode(i) != lua.OP_JMP {
+		return -1
+	}
+	return pc + 1 + opBx(i) - maxSbx
 }
 
 // forCallSetup reports whether the instruction at pc may run before the

@@ -254,6 +254,20 @@ func (sb *sandbox) metatable(L *lua.LState, v lua.LValue) lua.LValue {
 // setArgs sets KEYS and ARGV for a run of a script, from the tables the
 // script's previous run used (see argTable).
 func (sb *sandbox) setArgs(L *lua.LState, at *[2]argTable, keys, argv [][]byte) {
+	sb.argStrings(at, keys, argv)
+	if t := at[0].table(L); t != sb.keys {
+		sb.globals.RawSetString("KEYS", t)
+		sb.keys = t
+	}
+	if t := at[1].table(L); t != sb.argv {
+		sb.globals.RawSetString("ARGV", t)
+		sb.argv = t
+	}
+}
+
+// argStrings sets the strings of two argument tables (KEYS and ARGV, or
+// a function's keys and args) to keys and argv, reusing what it can.
+func (sb *sandbox) argStrings(at *[2]argTable, keys, argv [][]byte) {
 	// One string holds the bytes of every key and argument that is neither
 	// the previous run's nor in the cache; the Lua strings are slices of
 	// it, so a run costs at most one copy rather than one per string.
@@ -267,14 +281,6 @@ func (sb *sandbox) setArgs(L *lua.LState, at *[2]argTable, keys, argv [][]byte) 
 	}
 	at[0].fill(keys, &all, &sb.argCache)
 	at[1].fill(argv, &all, &sb.argCache)
-	if t := at[0].table(L); t != sb.keys {
-		sb.globals.RawSetString("KEYS", t)
-		sb.keys = t
-	}
-	if t := at[1].table(L); t != sb.argv {
-		sb.globals.RawSetString("ARGV", t)
-		sb.argv = t
-	}
 }
 
 // Sizes of the chunks argBytes cuts strings from.
