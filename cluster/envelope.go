@@ -128,6 +128,28 @@ func maxArgsSize(args [][]byte) int {
 type envReader struct {
 	b   []byte
 	err error
+	// pool, when set, is where args takes its slices from: the commands
+	// of one batch share a few allocations instead of one each.
+	pool *[][]byte
+}
+
+// argPoolSize is how many arguments' slots a batch's pool takes at a
+// time: about ten Redisson lock or unlock scripts' EVALSHAs.
+const argPoolSize = 64
+
+// argSlots returns an empty slice with room for n arguments, from the
+// pool if there is one; its capacity ends at n, so an append to it cannot
+// run into the next command's arguments.
+func (r *envReader) argSlots(n int) [][]byte {
+	if r.pool == nil {
+		return make([][]byte, 0, n)
+	}
+	p := *r.pool
+	if cap(p)-len(p) < n {
+		p = make([][]byte, 0, max(n, argPoolSize))
+	}
+	*r.pool = p[:len(p)+n]
+	return p[len(p) : len(p) : len(p)+n]
 }
 
 func (r *envReader) uvarint() uint64 {
@@ -172,7 +194,7 @@ func (r *envReader) args() [][]byte {
 	if n == 0 {
 		return nil
 	}
-	out := make([][]byte, 0, n)
+	out := r.argSlots(n)
 	for i := 0; i < n && r.err == nil; i++ {
 		out = append(out, r.bytes())
 	}
@@ -210,12 +232,13 @@ func DecodeEntries(b []byte) ([]Entry, error) {
 		return nil, fmt.Errorf("%w: empty batch", ErrBadEnvelope)
 	}
 	out := make([]Entry, 0, n)
+	var pool [][]byte // the commands' arguments, shared (argSlots)
 	for i := 0; i < n && r.err == nil; i++ {
 		sub := r.bytes()
 		if r.err != nil {
 			break
 		}
-		e, err := DecodeEntry(sub)
+		e, err := decodeEntry(sub, &pool)
 		if err != nil {
 			return nil, fmt.Errorf("batch command %d: %w", i, err)
 		}
@@ -232,11 +255,15 @@ func DecodeEntries(b []byte) ([]Entry, error) {
 
 // DecodeEntry decodes one command's envelope, version 1 or 3 (forwarding
 // carries these). The returned arguments alias b.
-func DecodeEntry(b []byte) (Entry, error) {
+func DecodeEntry(b []byte) (Entry, error) { return decodeEntry(b, nil) }
+
+// decodeEntry is DecodeEntry, the arguments' slices taken from pool if it
+// is not nil (envReader.argSlots).
+func decodeEntry(b []byte, pool *[][]byte) (Entry, error) {
 	if !isCommand(b) {
 		return Entry{}, unknownVersion(b)
 	}
-	r := &envReader{b: b[1:]}
+	r := &envReader{b: b[1:], pool: pool}
 	var e Entry
 	t, n := binary.Varint(r.b)
 	if n <= 0 {

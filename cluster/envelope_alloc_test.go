@@ -16,3 +16,21 @@ func TestAppendEntryAllocatesOnce(t *testing.T) {
 		t.Fatalf("AppendEntry made %v allocations, want 1", n)
 	}
 }
+
+// A batch's commands take their argument slices from a shared pool: 32
+// Redisson EVALSHAs decode in a handful of allocations, not one or more
+// per command (the state machine of every node decodes every entry).
+func TestDecodeBatchSharesArgs(t *testing.T) {
+	b := lockBatch(32)
+	n := testing.AllocsPerRun(100, func() {
+		if _, err := DecodeEntries(b); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// The []Entry, the pool's slice header, and a pool of argPoolSize
+	// slots for each argPoolSize/6 commands of six arguments.
+	perPool := argPoolSize / 6
+	if want := 2.0 + float64((32+perPool-1)/perPool); n > want {
+		t.Fatalf("DecodeEntries of 32 commands made %v allocations, want at most %v", n, want)
+	}
+}

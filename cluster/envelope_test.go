@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -99,6 +100,34 @@ func TestBatchRoundTrip(t *testing.T) {
 	// DecodeEntry stays version 1 only.
 	if _, err := DecodeEntry(AppendBatch(nil, envs[0])); err == nil {
 		t.Fatal("DecodeEntry accepted a batch")
+	}
+}
+
+// lockBatch is a batch of n Redisson lock EVALSHAs, each its own lock.
+func lockBatch(n int) []byte {
+	var envs [][]byte
+	for i := range n {
+		envs = append(envs, AppendEntry(nil, Entry{Time: int64(i), Cmd: fsm.Command{Args: args("EVALSHA",
+			"0123456789abcdef0123456789abcdef01234567", "1", fmt.Sprintf("lock:{%d}", i), "30000", fmt.Sprintf("owner:%d", i))}}))
+	}
+	return AppendBatch(nil, envs...)
+}
+
+// The commands of a batch share their argument slices' backing array
+// (argSlots): a command's arguments, appended to, must not overwrite the
+// next command's, as the state machine may append to what it is given.
+func TestBatchArgsDoNotOverlap(t *testing.T) {
+	got, err := DecodeEntries(lockBatch(20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		got[i].Cmd.Args = append(got[i].Cmd.Args, []byte("extra"))
+	}
+	for i, e := range got {
+		if len(e.Cmd.Args) != 7 || string(e.Cmd.Args[0]) != "EVALSHA" || string(e.Cmd.Args[3]) != fmt.Sprintf("lock:{%d}", i) || string(e.Cmd.Args[6]) != "extra" {
+			t.Fatalf("command %d after appending to every command's arguments: %q", i, e.Cmd.Args)
+		}
 	}
 }
 

@@ -84,7 +84,30 @@ func register(specs ...Spec) {
 		}
 		s.ID = len(commands)
 		commands[s.Name] = &s
+		if slot := &quick[quickSlot([]byte(s.Name))]; *slot == nil {
+			*slot = &s
+		}
 	}
+}
+
+// quick is a direct-mapped table in front of commands: every node looks
+// a command up for each command it applies and for each redis.call of a
+// script (nine times per Redisson lock+unlock pair), and a slot compare
+// costs less than hashing into a map of a few hundred names. A name that
+// shares its slot with an earlier one is found in the map. Filled by
+// register, at init, and only read after.
+var quick [quickSize]*Spec
+
+const quickSize = 1024
+
+// quickSlot is a lower-case name's slot in quick.
+func quickSlot(lower []byte) int {
+	n := len(lower)
+	if n == 0 {
+		return 0
+	}
+	h := uint(n)*131 + uint(lower[0])*31 + uint(lower[n-1])*7 + uint(lower[n/2])
+	return int(h % quickSize)
 }
 
 // NumCommands is the number of registered commands: every Spec's ID is
@@ -97,6 +120,9 @@ func Lookup(name []byte) (*Spec, bool) {
 	lower, ok := LowerName(&buf, name)
 	if !ok {
 		return nil, false
+	}
+	if q := quick[quickSlot(lower)]; q != nil && q.Name == string(lower) {
+		return q, true
 	}
 	s, ok := commands[string(lower)]
 	return s, ok

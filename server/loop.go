@@ -46,6 +46,9 @@ type loopConn struct {
 	// until taskApplied, which finishes the command begun at started.
 	async, pending bool
 	started        time.Time
+	// applyDone posts a write's outcome to the loop as taskApplied: made
+	// once for the connection, not once per command (applyAsync).
+	applyDone func(fsm.Result, error)
 	// group: pipelined writes gathered, or handed over and not yet
 	// answered (pipeline.go); grouped: the command being dispatched
 	// joined it; held: the request that ended it, run once it is

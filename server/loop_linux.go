@@ -524,9 +524,13 @@ func (c *conn) applyAsync(cmd fsm.Command) {
 	if c.joinGroup(cmd) {
 		return // answered with its pipeline's group (pipeline.go)
 	}
-	l := c.lc.lp
-	done := func(res fsm.Result, err error) {
-		l.post(loopTask{kind: taskApplied, c: c, res: res, err: err})
+	done := c.lc.applyDone
+	if done == nil {
+		l := c.lc.lp
+		done = func(res fsm.Result, err error) {
+			l.post(loopTask{kind: taskApplied, c: c, res: res, err: err})
+		}
+		c.lc.applyDone = done
 	}
 	if c.startApply(cmd, done) {
 		return

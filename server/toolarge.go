@@ -14,6 +14,9 @@ import (
 // the connection goes on; inside MULTI the transaction fails, as for any
 // command refused before it was queued.
 func (c *conn) tooLarge(args [][]byte, err error) bool {
+	if err == nil {
+		return false // before errors.As, whose target escapes: no allocation per request
+	}
 	var tl *resp.TooLargeError
 	if !errors.As(err, &tl) {
 		return false

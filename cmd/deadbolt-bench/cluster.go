@@ -127,14 +127,14 @@ func reportCluster(w io.Writer, cfg config, targets []target, results map[int]ma
 		fmt.Fprintf(w, "medians of %d runs, each column separately\n", cfg.runs)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tclients\tops/s\tp50\tp99\tp99 acquire\tcpu/op\tfailed\tops/s ÷ redis-aof\tops/s ÷ etcd\t")
+	fmt.Fprintln(tw, "system\tclients\tops/s\tp50\tp99\tp99 acquire\tcpu/op\tgen cpu/op\tfailed\tops/s ÷ redis-aof\tops/s ÷ etcd\t")
 	for _, n := range cfg.clients {
 		r := median(results[n][nameRedisAOF])
 		e := median(results[n][nameEtcd])
 		for _, t := range targets {
 			c := median(results[n][t.name])
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", t.name, n, c.opsPerSec,
-				us(c.p50), us(c.p99), us(c.p99Lock), cpu(c.cpuPerOp), c.failed,
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", t.name, n, c.opsPerSec,
+				us(c.p50), us(c.p99), us(c.p99Lock), cpu(c.cpuPerOp), cpu(c.genPerOp), c.failed,
 				ratio(c.opsPerSec, r.opsPerSec), ratio(c.opsPerSec, e.opsPerSec))
 		}
 	}
@@ -142,7 +142,8 @@ func reportCluster(w io.Writer, cfg config, targets []target, results map[int]ma
 		return err
 	}
 	fmt.Fprintln(w, "p50, p99: the whole pair; p99 acquire: the lock call alone. cpu/op: CPU time of all the system's server processes per pair")
-	fmt.Fprintln(w, "(/proc for deadbolt and etcd, all three nodes; INFO cpu for redis-server). failed: pairs that returned an error")
+	fmt.Fprintln(w, "(/proc for deadbolt and etcd, all three nodes; INFO cpu for redis-server); gen cpu/op: the load generator's (this")
+	fmt.Fprintln(w, "process's) CPU time per pair, the same clients for every system. failed: pairs that returned an error")
 	fmt.Fprintln(w, "(say, during a leader election), left out of the latencies; the client then goes on with a new lock")
 
 	for _, n := range cfg.clients {

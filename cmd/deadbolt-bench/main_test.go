@@ -104,7 +104,7 @@ func TestReportCluster(t *testing.T) {
 	cfg := config{clients: []int{64}, runs: 1}
 	targets := []target{{name: nameDeadbolt}, {name: nameRedisAOF}, {name: nameEtcd}}
 	results := map[int]map[string][]cell{64: {
-		nameDeadbolt: {{opsPerSec: 6000, p99Lock: 4 * time.Millisecond}},
+		nameDeadbolt: {{opsPerSec: 6000, p99Lock: 4 * time.Millisecond, cpuPerOp: 41 * time.Microsecond, genPerOp: 29 * time.Microsecond}},
 		nameRedisAOF: {{opsPerSec: 10000}},
 		nameEtcd:     {{opsPerSec: 1000}},
 	}}
@@ -112,7 +112,7 @@ func TestReportCluster(t *testing.T) {
 	if err := reportCluster(&out, cfg, targets, results); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"6.00× met", "0.60× met", "4000µs met"} {
+	for _, want := range []string{"6.00× met", "0.60× met", "4000µs met", "gen cpu/op", "41µs        29µs"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in:\n%s", want, out.String())
 		}

@@ -37,13 +37,18 @@ type cell struct {
 	p50, p99  time.Duration // of the whole lock+unlock pair
 	p99Lock   time.Duration // of the lock (acquire) call alone
 	cpuPerOp  time.Duration // server CPU time per pair; 0 if unknown
-	failed    int           // pairs that returned an error (not in the latencies)
-	firstFail error         // one of those errors
+	// genPerOp is the load generator's (this process's) CPU time per
+	// pair, the same clients for every system: what the servers compete
+	// with for the machine's cores. With an in-process server it includes
+	// the server.
+	genPerOp  time.Duration
+	failed    int   // pairs that returned an error (not in the latencies)
+	firstFail error // one of those errors
 }
 
 func (c cell) String() string {
-	return fmt.Sprintf("%8.0f ops/s  p50 %s  p99 %s  p99 acquire %s  cpu/op %s  (%d pairs, %d failed)",
-		c.opsPerSec, us(c.p50), us(c.p99), us(c.p99Lock), cpu(c.cpuPerOp), c.ops, c.failed)
+	return fmt.Sprintf("%8.0f ops/s  p50 %s  p99 %s  p99 acquire %s  cpu/op %s  gen cpu/op %s  (%d pairs, %d failed)",
+		c.opsPerSec, us(c.p50), us(c.p99), us(c.p99Lock), cpu(c.cpuPerOp), cpu(c.genPerOp), c.ops, c.failed)
 }
 
 // median takes the median of each statistic separately.
@@ -71,6 +76,7 @@ func median(cells []cell) cell {
 		p99:       dur(func(c cell) time.Duration { return c.p99 }),
 		p99Lock:   dur(func(c cell) time.Duration { return c.p99Lock }),
 		cpuPerOp:  dur(func(c cell) time.Duration { return c.cpuPerOp }),
+		genPerOp:  dur(func(c cell) time.Duration { return c.genPerOp }),
 		failed:    int(pick(func(c cell) float64 { return float64(c.failed) })),
 	}
 }
@@ -237,11 +243,13 @@ func drive(ctx context.Context, clients int, cfg config,
 	}
 	<-time.After(time.Until(warmEnd))
 	before()
+	gen0 := selfCPU()
 	begin := time.Now()
 	end = begin.Add(cfg.duration)
 	close(start)
 	wg.Wait()
 	elapsed := time.Since(begin)
+	gen := selfCPU() - gen0
 	if err := errors.Join(errs...); err != nil {
 		return cell{}, err
 	}
@@ -259,6 +267,7 @@ func drive(ctx context.Context, clients int, cfg config,
 	return cell{
 		ops:       len(all),
 		opsPerSec: float64(len(all)) / elapsed.Seconds(),
+		genPerOp:  gen / time.Duration(len(all)),
 		p50:       all[len(all)*50/100],
 		p99:       all[len(all)*99/100],
 		p99Lock:   acq[len(acq)*99/100],
