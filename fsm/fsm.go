@@ -266,6 +266,9 @@ type Ctx struct {
 	// oom is whether the logical size was over maxmemory as the command
 	// began: Redis's pre_command_oom_state (maxmemory.go).
 	oom bool
+	// writeRefusal, on a read that runs a script while writes are refused
+	// (writesrefused.go), is the error a write call from it gets.
+	writeRefusal string
 }
 
 func (c *Ctx) selectDB(i int) {
