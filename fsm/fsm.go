@@ -141,6 +141,9 @@ type FSM struct {
 	// node's observations, not state; a restore keeps them.
 	lockStats lockStats
 	mem       memAccount // the logical size and maxmemory (maxmemory.go)
+	// clusterID is the cluster's identity, set once by the first
+	// __clusterid (clusterid.go); "" before.
+	clusterID string
 }
 
 // Options tunes a state machine.
