@@ -64,8 +64,8 @@ func scriptDeclaresWrites(body []byte) bool {
 }
 
 // ReadWritesRefused runs cmd, for which RunsWhileWritesRefused holds, as
-// Read does (changing nothing, not even the clock), except that the script
-// may run: a write command it calls gets refusal (a MISCONF text) as its
+// Read does (changing nothing, not even the clock or the script engine's
+// random generator), except that the script may run: a write command it calls gets refusal (a MISCONF text) as its
 // error, raised by redis.call and returned by redis.pcall as Redis does.
 // A read-only script (EVAL_RO, no-writes) still gets Redis's read-only
 // script error, which Redis checks first. An EVAL body is not added to
@@ -84,6 +84,18 @@ func (f *FSM) ReadWritesRefused(now int64, cmd Command, refusal string) Result {
 	spec, ok := Lookup(cmd.Args[0])
 	if !ok || spec.Flags&Scripting == 0 || !spec.arityOK(len(cmd.Args)) {
 		return Result{Reply: resp.Err(msgWriteInRead), DB: cmd.DB}
+	}
+	if f.lua != nil {
+		// The engine's lasting state (math.random's generator, cjson's
+		// settings) is replicated: a script run outside the log must
+		// leave it as it found it, or this node's next scripts would
+		// draw other numbers than the other nodes'.
+		saved := f.lua.State()
+		defer func() {
+			if err := f.lua.SetState(saved); err != nil {
+				panic("fsm: restoring the script engine's state: " + err.Error())
+			}
+		}()
 	}
 	f.calls++
 	r := spec.fn(c, cmd.Args)
