@@ -24,7 +24,8 @@ import (
 //
 //   - The first leader of a cluster that has none proposes a random one
 //     (ensureClusterID: a new cluster right after its bootstrap, or a
-//     cluster an older build made, once this build leads it). It is
+//     cluster an older build made, once this build leads it without
+//     --preserve-downgrade, that is once no member runs the older build). It is
 //     replicated state (fsm/clusterid.go: the first one applied wins, in
 //     the log and in snapshots), so every member, and every member added
 //     later, learns it.
@@ -153,8 +154,14 @@ func (n *Node) adoptClusterID(id string) {
 }
 
 // ensureClusterID runs on a leader once it is ready: a cluster without an
-// id gets one.
+// id gets one. Not with --preserve-downgrade: members on an older build
+// may be in the cluster, which would not keep it (and snapshots at version
+// 2 leave it out), so a cluster being upgraded gets its id once the flag
+// is dropped, when every member runs this build.
 func (n *Node) ensureClusterID() {
+	if n.cfg.PreserveDowngrade {
+		return
+	}
 	n.fsm.mu.Lock()
 	have := n.state.ClusterID()
 	n.fsm.mu.Unlock()
