@@ -153,22 +153,24 @@ func (n *Node) adoptClusterID(id string) {
 	n.cfg.Logger.Info("cluster: cluster id", "id", n.cfg.ID, "cluster_id", id)
 }
 
-// ensureClusterID runs on a leader once it is ready: a cluster without an
-// id gets one. Not with --preserve-downgrade: members on an older build
-// may be in the cluster, which would not keep it (and snapshots at version
-// 2 leave it out), so a cluster being upgraded gets its id once the flag
-// is dropped, when every member runs this build.
+// ensureClusterID runs on a leader once it is ready, each term: a cluster
+// without an id gets one, and one with an id has it proposed again, which
+// changes nothing where the state holds it (the first applied wins) and
+// gives it back to a node whose state lost it (restored from a snapshot
+// written with --preserve-downgrade, at version 2). Not with the flag:
+// members on an older build may be in the cluster, which would not keep
+// it, so a cluster being upgraded gets its id once the flag is dropped,
+// when every member runs this build.
 func (n *Node) ensureClusterID() {
 	if n.cfg.PreserveDowngrade {
 		return
 	}
 	n.fsm.mu.Lock()
-	have := n.state.ClusterID()
+	id := n.state.ClusterID()
 	n.fsm.mu.Unlock()
-	if have != "" {
-		return
+	if id == "" {
+		id = n.ClusterID() // the data directory's, if the state lost it
 	}
-	id := n.ClusterID() // a data directory's own, if the log lost it
 	if id == "" {
 		id = newClusterID()
 	}
