@@ -186,7 +186,7 @@ type clusterHello struct {
 	infof  func(msg string, args ...any) // a peer taken for an older build
 	mu     sync.Mutex
 	older  map[string]time.Time // addresses taken for older builds, until
-	logged map[string]time.Time // refusals logged, by peer address
+	logged map[string]time.Time // refusals logged lately, by peer id and host
 }
 
 func writeHello(w io.Writer, id string) error {
@@ -217,14 +217,25 @@ func (h *clusterHello) other(own, theirs, peer, side string) bool {
 	if own == "" || theirs == "" || own == theirs {
 		return false
 	}
+	// By the peer's host and id: an accepted connection comes from a new
+	// port each time.
+	key := theirs + " " + peer
+	if host, _, err := net.SplitHostPort(peer); err == nil {
+		key = theirs + " " + host
+	}
 	h.mu.Lock()
 	now := time.Now()
-	log := now.Sub(h.logged[peer]) >= otherClusterLogEvery
+	log := now.Sub(h.logged[key]) >= otherClusterLogEvery
 	if log {
 		if h.logged == nil {
 			h.logged = map[string]time.Time{}
 		}
-		h.logged[peer] = now
+		for k, at := range h.logged {
+			if now.Sub(at) >= otherClusterLogEvery {
+				delete(h.logged, k)
+			}
+		}
+		h.logged[key] = now
 	}
 	h.mu.Unlock()
 	if log && h.logf != nil {
