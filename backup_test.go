@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/deadbolt/deadbolt/cluster"
+	"github.com/deadbolt/deadbolt/fsm"
 )
 
 // latestSnapshot reads the newest Raft snapshot in a node's data
@@ -85,17 +86,32 @@ func TestBackupRestoreIntoNewCluster(t *testing.T) {
 			c.Restore = []byte(backup)
 		}
 	})
-	// Every node's state machine was restored from the backup's bytes:
-	// node 1 from them, the others from node 1's snapshot.
+	// Every node's state machine was restored from the backup's bytes,
+	// less the old cluster's id (the new cluster gets its own): node 1
+	// from them, the others from node 1's snapshot.
+	seed := fsm.New(fsm.Options{})
+	defer seed.Close()
+	if err := seed.Restore(strings.NewReader(backup)); err != nil || seed.ClusterID() == "" {
+		t.Fatalf("the backup: cluster id %q, %v", seed.ClusterID(), err)
+	}
+	seed.ForgetClusterID()
+	var want bytes.Buffer
+	if err := seed.Snapshot(&want); err != nil {
+		t.Fatal(err)
+	}
 	for i := range fresh.Nodes {
 		deadline := time.Now().Add(10 * time.Second)
 		for fresh.Nodes[i].Raft().AppliedIndex() < 2 && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		if got := latestSnapshot(t, fresh.cfgs[i].DataDir); !bytes.Equal(got, []byte(backup)) {
-			t.Errorf("node %d restored from %d bytes, not the backup's %d", i, len(got), len(backup))
+		if got := latestSnapshot(t, fresh.cfgs[i].DataDir); !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("node %d restored from %d bytes, not the backup's %d without its cluster id", i, len(got), want.Len())
 		}
 	}
+	waitFor(t, 10*time.Second, "the new cluster's own id", func() bool {
+		id := fresh.Nodes[0].Raft().ClusterID()
+		return id != "" && id != old.Nodes[0].Raft().ClusterID()
+	})
 	for i := range fresh.Nodes {
 		rc := client(t, fresh.Addr(i))
 		if owner := rc.Get(ctx, "lock:orders").Val(); owner != "owner-7f3a" {

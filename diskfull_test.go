@@ -232,6 +232,16 @@ func TestDiskFullFollowers(t *testing.T) {
 		if v, err := client(t, c.Addr(i)).Get(ctx, "before").Result(); err != nil || v != "1" {
 			t.Fatalf("GET through node %d: %q %v", i, v, err)
 		}
+		// A script that only reads runs, as Redis runs it under MISCONF;
+		// one that writes gets the refusal from its redis.call
+		// (diskfull_script_test.go has the rest).
+		if v, err := client(t, c.Addr(i)).Eval(ctx, "return redis.call('get', KEYS[1])", []string{"before"}).Result(); err != nil || v != "1" {
+			t.Fatalf("a read-only EVAL through node %d: %v %v", i, v, err)
+		}
+		err = client(t, c.Addr(i)).Eval(ctx, "return redis.call('set', KEYS[1], 'x')", []string{"refused-too"}).Err()
+		if err == nil || !strings.HasPrefix(err.Error(), "MISCONF") || !strings.Contains(err.Error(), "too few members") || !strings.Contains(err.Error(), "@user_script:1") {
+			t.Fatalf("a writing EVAL through node %d with the followers' disks short: %v", i, err)
+		}
 	}
 	if v := infoField(t, c.Addr(l), "persistence", "disk_writes_refused"); v != "1" {
 		t.Fatalf("INFO persistence on the leader: disk_writes_refused:%s", v)

@@ -84,6 +84,27 @@ func CheckBackup(data []byte) (clock int64, err error) {
 	return f.Now(), nil
 }
 
+// newClusterSeed is a backup as a new cluster's first snapshot: the same
+// state without the backed-up cluster's id, so that the new cluster's
+// first leader gives it one of its own (clusterid.go) and the two are
+// told apart. The same backup gives the same bytes on every new member.
+func newClusterSeed(data []byte) ([]byte, error) {
+	f := fsm.New(fsm.Options{})
+	defer f.Close()
+	if err := f.Restore(bytes.NewReader(data)); err != nil {
+		return nil, err
+	}
+	if f.ClusterID() == "" {
+		return data, nil
+	}
+	f.ForgetClusterID()
+	var b bytes.Buffer
+	if err := f.Snapshot(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
 // restoredMarker, in a data directory, holds the SHA-256 of the backup
 // the directory was started from: a node restarted with the same
 // --restore (left in its configuration) starts from the state it has,
@@ -139,6 +160,10 @@ func (n *Node) seedSnapshot(snaps raft.SnapshotStore, trans raft.Transport, data
 	if err != nil {
 		return fmt.Errorf("cluster: restore: %w", err)
 	}
+	sum := sha256.Sum256(data)
+	if data, err = newClusterSeed(data); err != nil {
+		return fmt.Errorf("cluster: restore: %w", err)
+	}
 	var conf raft.Configuration
 	for _, p := range n.cfg.Peers {
 		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
@@ -154,7 +179,6 @@ func (n *Node) seedSnapshot(snaps raft.SnapshotStore, trans raft.Transport, data
 	if err := sink.Close(); err != nil {
 		return fmt.Errorf("cluster: restore: %w", err)
 	}
-	sum := sha256.Sum256(data)
 	n.cfg.Logger.Info("cluster: starting from a backup", "id", n.cfg.ID, "bytes", len(data),
 		"sha256", hex.EncodeToString(sum[:]), "clock_ms", clock, "members", len(conf.Servers))
 	return nil

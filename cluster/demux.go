@@ -16,7 +16,8 @@ import (
 // A node's Raft address carries three kinds of connection, told apart by
 // their first byte once the peer has passed authentication: raft's own
 // (raft's RPC types), read-index rounds (readindex.go) and the commands
-// between members (member.go).
+// between members (member.go). Before that byte a dialer that knows its
+// cluster's id sends it (clusterHelloMagic, clusterid.go).
 
 // confirmMagic opens a confirmation connection, memberMagic a connection
 // for the commands between members (member.go); raft's own RPC types are
@@ -42,6 +43,7 @@ type demuxStream struct {
 	serve   func(net.Conn)     // confirmation rounds
 	member  func(net.Conn)     // members' commands
 	readIdx func(net.Conn)     // followers' read-index requests; nil: refused
+	hello   *clusterHello      // the cluster id's handshake (clusterid.go); nil: none
 	conns   chan net.Conn
 	closed  chan struct{}
 	once    sync.Once
@@ -94,6 +96,18 @@ func (d *demuxStream) classify(c net.Conn) {
 		c.Close()
 		return
 	}
+	if b[0] == clusterHelloMagic && d.hello != nil {
+		// The cluster id first (clusterid.go), then the first byte.
+		if !d.hello.server(c) {
+			c.Close()
+			return
+		}
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(c, b[:]); err != nil {
+			c.Close()
+			return
+		}
+	}
 	c.SetReadDeadline(time.Time{})
 	switch b[0] {
 	case confirmMagic:
@@ -117,8 +131,29 @@ func (d *demuxStream) classify(c net.Conn) {
 	}
 }
 
-// Dial connects to a peer and authenticates it (and this node to it).
+// Dial connects to a peer, authenticates it (and this node to it), and
+// checks that it is in this node's cluster (clusterid.go).
 func (d *demuxStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	c, err := d.dialAuth(addr, timeout)
+	if err != nil || d.hello == nil {
+		return c, err
+	}
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	older, err := d.hello.client(c, string(addr), timeout)
+	if err != nil {
+		c.Close()
+		if older { // an older build closed it: again, without the hello
+			return d.dialAuth(addr, timeout)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// dialAuth connects to a peer and authenticates it (and this node to it).
+func (d *demuxStream) dialAuth(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	c, err := d.StreamLayer.Dial(addr, timeout)
 	if err != nil || d.auth == nil {
 		return c, err
@@ -178,6 +213,7 @@ func (p *prefixConn) Read(b []byte) (int, error) {
 // through the same stream layer.
 func (n *Node) demux(inner raft.StreamLayer) raft.StreamLayer {
 	d := newDemuxStream(inner, n.cfg.PeerAuth, n.serveConfirm, n.serveMember)
+	d.hello = &clusterHello{own: n.ClusterID, dir: n.cfg.DataDir, logf: n.cfg.Logger.Error, infof: n.cfg.Logger.Info}
 	n.confirm = newConfirmer(n, d.Dial)
 	if n.cfg.ReadMode == ReadModeLease {
 		n.confirm.lease = newLeaseState(n)

@@ -106,19 +106,17 @@ func (w *diskWatch) run(stop <-chan struct{}) {
 	}
 }
 
-// refuse returns the error that refuses a write if there is too little
-// space, else nil.
-func (w *diskWatch) refuse() error {
+// refusal returns the error that refuses a write if there is too little
+// space, else nil. The caller counts the refusal.
+func (w *diskWatch) refusal() error {
 	if w == nil {
 		return nil
 	}
 	switch w.status() {
 	case "low":
-		w.refused.Add(1)
 		return replyError{fmt.Sprintf("MISCONF writes are refused: the data directory %s has %d bytes free, below --min-free-disk %d; reads keep working, writes resume when space returns",
 			w.dir, max(w.free.Load(), 0), w.minFree)}
 	case "full":
-		w.refused.Add(1)
 		return replyError{fmt.Sprintf("MISCONF writes are refused: the disk of the data directory %s is full (%d bytes free); reads keep working, writes resume when space returns",
 			w.dir, max(w.free.Load(), 0))}
 	}
@@ -183,16 +181,28 @@ func isNoSpace(err error) bool {
 	return err != nil && raftlog.IsNoSpace(err)
 }
 
-// refuseWrite returns the MISCONF error for a client write this leader
-// refuses for want of space, or nil. PUBLISH and SPUBLISH pass, as in
-// Redis (they are not write commands there), and so do the node's own
-// entries (its client address, for discovery): both are small. A
-// transaction (EXEC: no Args of its own, its commands in Tx) is refused
-// unless every command it queued passes.
+// refuseWrite returns the error for a client write this leader refuses:
+// a format an older build could not read (upgrade.go), or MISCONF for
+// want of space (diskRefusal), counted.
 func (n *Node) refuseWrite(cmd fsm.Command) error {
 	if err := n.refuseNewFormat(cmd); err != nil { // upgrade.go
 		return err
 	}
+	err := n.diskRefusal(cmd)
+	if err != nil {
+		n.disk.refused.Add(1)
+	}
+	return err
+}
+
+// diskRefusal returns the MISCONF error for a client write this leader
+// refuses for want of space, or nil. PUBLISH and SPUBLISH pass, as in
+// Redis (they are not write commands there), and so do the node's own
+// entries (its client address, for discovery): both are small. A
+// transaction (EXEC: no Args of its own, its commands in Tx) is refused
+// unless every command it queued passes. A script command Redis would
+// run is served as a read instead (scriptsrefused.go).
+func (n *Node) diskRefusal(cmd fsm.Command) error {
 	if n.disk == nil {
 		return nil
 	}
@@ -215,9 +225,8 @@ func (n *Node) refuseWrite(cmd fsm.Command) error {
 	case pass:
 		return nil
 	case own:
-		return n.disk.refuse()
+		return n.disk.refusal()
 	}
-	n.disk.refused.Add(1)
 	return replyError{*peers}
 }
 

@@ -179,11 +179,13 @@ type Node struct {
 	inConfig    atomic.Bool
 	respAddr    atomic.Pointer[string]
 	memberServe atomic.Pointer[func(net.Conn)]
-	stallWarned atomic.Int64   // when diskStalled last logged, Unix ns
-	logStore    *raftlog.Store // nil with the log in memory
-	catchUp     *catchUp       // the log lost synced entries (catchup.go); nil if not
-	metrics     nodeMetrics    // metrics.go
-	timeline    timeline       // leader and membership events (timeline.go)
+	stallWarned atomic.Int64           // when diskStalled last logged, Unix ns
+	clusterID   atomic.Pointer[string] // the cluster's id, nil while unknown (clusterid.go)
+	cidMu       sync.Mutex             // adoptClusterID
+	logStore    *raftlog.Store         // nil with the log in memory
+	catchUp     *catchUp               // the log lost synced entries (catchup.go); nil if not
+	metrics     nodeMetrics            // metrics.go
+	timeline    timeline               // leader and membership events (timeline.go)
 	// lastHandOver: when handOverForSpace last asked the others, on
 	// leaderDuties' goroutine only.
 	lastHandOver time.Time
@@ -231,6 +233,7 @@ func NewNode(cfg Config) (*Node, error) {
 	n.fsm.metrics = &n.metrics
 	n.fsm.snapshotMax = snapshotMax(cfg.PreserveDowngrade)
 	n.fsm.onNewer = n.formatRefused
+	n.fsm.onClusterID = n.adoptClusterID
 	n.fwd = newForwarder(cfg.CommandTimeout)
 	n.fwd.password = cfg.Password
 	n.member = newForwarder(cfg.CommandTimeout) // dials through the stream layer (demux)
@@ -285,6 +288,13 @@ func NewNode(cfg Config) (*Node, error) {
 		writeID, err := checkIdentity(cfg.DataDir, cfg.ID) // identity.go
 		if err != nil {
 			return nil, err
+		}
+		cid, err := readClusterID(cfg.DataDir) // clusterid.go
+		if err != nil {
+			return nil, err
+		}
+		if cid != "" {
+			n.clusterID.Store(&cid)
 		}
 		store, st, closer, err := openLogStore(cfg.DataDir, rc.Logger, raftlog.Options{BeforeSync: cfg.BeforeSync, SegmentSize: cfg.SegmentSize, OnFailure: n.diskFailed, RepairLost: true})
 		if err != nil {
@@ -643,6 +653,7 @@ func (n *Node) becomeLeader() {
 	n.leaderEvent()
 	n.cfg.Logger.Info("leader ready", "id", n.cfg.ID, "term", term, "time_base", base)
 	go n.register()
+	go n.ensureClusterID() // clusterid.go
 }
 
 // leaderNow is the leader's current time for entries, and false if this

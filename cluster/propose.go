@@ -164,8 +164,11 @@ func (n *Node) ApplyLocal(ctx context.Context, cmd fsm.Command) (fsm.Result, err
 	if !ok {
 		return fsm.Result{}, ErrNotLeader
 	}
-	if err := n.refuseWrite(cmd); err != nil {
+	if err := n.refuseNewFormat(cmd); err != nil { // upgrade.go
 		return fsm.Result{}, err
+	}
+	if err := n.diskRefusal(cmd); err != nil {
+		return n.whileWritesRefused(ctx, cmd, err) // scriptsrefused.go
 	}
 	if res, refused := n.refuseForMemory(cmd); refused {
 		return res, nil
@@ -195,7 +198,15 @@ func (n *Node) StartApply(cmd fsm.Command, done func(fsm.Result, error)) bool {
 	if !ok {
 		return false
 	}
-	if err := n.refuseWrite(cmd); err != nil {
+	if err := n.refuseNewFormat(cmd); err != nil { // upgrade.go
+		go done(fsm.Result{}, err)
+		return true
+	}
+	if err := n.diskRefusal(cmd); err != nil {
+		if scriptCommand(cmd) {
+			return false // Apply serves it as a read, waiting (scriptsrefused.go)
+		}
+		n.disk.refused.Add(1)
 		go done(fsm.Result{}, err)
 		return true
 	}

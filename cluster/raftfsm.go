@@ -37,6 +37,9 @@ type raftFSM struct {
 	// onNewer stops the node when it meets an entry of a newer envelope
 	// version (upgrade.go); nil in some tests, which then panic.
 	onNewer func(error)
+	// onClusterID is told the cluster id once one is applied or restored
+	// (clusterid.go), on a goroutine of its own; nil in some tests.
+	onClusterID func(string)
 	// failed: the log store failed (diskfail.go); nothing more is
 	// applied, and no snapshot taken. Under mu.
 	failed bool
@@ -142,6 +145,9 @@ func (r *raftFSM) corrupt(l *raft.Log, err error) {
 func (r *raftFSM) applyOne(index uint64, e Entry) fsm.Result {
 	res := r.fsm.Apply(e.Time, e.Cmd)
 	res.LogIndex = index
+	if r.onClusterID != nil && len(e.Cmd.Args) == 2 && string(e.Cmd.Args[0]) == "__clusterid" {
+		go r.onClusterID(r.fsm.ClusterID())
+	}
 	if len(res.Effects) > 0 && r.deliver != nil && index > r.replayUntil {
 		res.SetReceivers(r.deliver.DeliverEach(res.Effects))
 	}
@@ -202,6 +208,9 @@ func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	err := r.fsm.Restore(cr)
 	if err == nil && r.metrics != nil {
 		r.metrics.snapshotInstalled(cr.n, time.Since(start))
+	}
+	if id := r.fsm.ClusterID(); err == nil && id != "" && r.onClusterID != nil {
+		go r.onClusterID(id)
 	}
 	return err
 }

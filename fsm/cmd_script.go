@@ -179,6 +179,9 @@ func (c *Ctx) scriptCall(args [][]byte) resp.Reply {
 		return r
 	}
 	if spec.Flags&Write != 0 && (c.script.readOnly || c.readOnly) {
+		if c.writeRefusal != "" && !c.script.readOnly {
+			return resp.Err(c.writeRefusal) // writesrefused.go
+		}
 		return resp.Err(msgScriptReadOnly)
 	}
 	if r, ok := c.scriptOOM(args); !ok {

@@ -141,6 +141,9 @@ type FSM struct {
 	// node's observations, not state; a restore keeps them.
 	lockStats lockStats
 	mem       memAccount // the logical size and maxmemory (maxmemory.go)
+	// clusterID is the cluster's identity, set once by the first
+	// __clusterid (clusterid.go); "" before.
+	clusterID string
 }
 
 // Options tunes a state machine.
@@ -266,6 +269,9 @@ type Ctx struct {
 	// oom is whether the logical size was over maxmemory as the command
 	// began: Redis's pre_command_oom_state (maxmemory.go).
 	oom bool
+	// writeRefusal, on a read that runs a script while writes are refused
+	// (writesrefused.go), is the error a write call from it gets.
+	writeRefusal string
 }
 
 func (c *Ctx) selectDB(i int) {

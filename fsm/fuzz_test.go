@@ -54,10 +54,11 @@ func FuzzRestore(f *testing.F) {
 	good.Snapshot(&buf)
 	good.Close()
 	f.Add(buf.Bytes())
-	// Version 3: keys with lock shapes.
+	// Version 4: keys with lock shapes and the cluster id.
 	locks := New(Options{})
 	locks.Apply(1, Command{Args: toArgs([]string{"SET", "job", "t", "NX", "PX", "1000"})})
 	locks.Apply(2, Command{Args: toArgs([]string{"HINCRBY", "orders", "u:1", "1"})})
+	locks.Apply(3, ClusterIDCommand("0123456789abcdef0123456789abcdef"))
 	buf.Reset()
 	locks.Snapshot(&buf)
 	locks.Close()

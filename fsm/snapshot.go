@@ -12,8 +12,9 @@ import (
 	"github.com/deadbolt/deadbolt/internal/gctune"
 )
 
-// Snapshot format, version 3 (2 without lock shapes, 1 without replicated
-// settings either, so that a node from before them can still install it). Everything is written in a fixed order
+// Snapshot format, version 4 (3 without the cluster id, 2 without lock
+// shapes either, 1 without replicated settings either, so that a node from
+// before them can still install it). Everything is written in a fixed order
 // (sorted keys, sorted script hashes, tombstones oldest first) so that two
 // state machines that applied the same log write identical bytes.
 //
@@ -25,6 +26,7 @@ import (
 //	script engine state (math.random generator, cjson settings), bytes
 //	version 2 only: replicated settings: count, then (name, value) by name
 //	version 2 only: function libraries: count, then code by library name
+//	version 4 only: the cluster id (clusterid.go), a string
 //	per non-empty db: db+1 (uvarint), key count, then keys in byte order:
 //	  key, kind byte, deadline (varint), version (uvarint),
 //	  version 3 only: lock shape byte (locks.go), then if not 0 the
@@ -35,7 +37,7 @@ import (
 // Strings are uvarint-length-prefixed. Unknown versions are refused.
 const (
 	snapshotMagic   = "DBOLTSNP"
-	snapshotVersion = 3
+	snapshotVersion = 4
 	maxSnapString   = 1 << 31
 )
 
@@ -163,6 +165,9 @@ func (f *FSM) SnapshotUpTo(w io.Writer, max int) error {
 	if f.hasLockShapes() {
 		version = 3
 	}
+	if f.clusterID != "" {
+		version = 4 // left out below 4, as lock shapes are below 3
+	}
 	switch {
 	case max < 1 || max > snapshotVersion:
 		return fmt.Errorf("%w: no format version %d (this build writes 1 to %d)", ErrSnapshotFormat, max, snapshotVersion)
@@ -228,6 +233,9 @@ func (f *FSM) SnapshotUpTo(w io.Writer, max int) error {
 		e.uvarint(uint64(len(libs)))
 		for _, lib := range libs {
 			e.bytes(lib.code)
+		}
+		if version >= 4 {
+			e.str(f.clusterID)
 		}
 	}
 
@@ -356,6 +364,12 @@ func (f *FSM) Restore(r io.Reader) error {
 		}
 		for i, c := 0, d.count(); i < c && d.err == nil; i++ {
 			libCodes = append(libCodes, d.bytes())
+		}
+		if version >= 4 {
+			n.clusterID = string(d.bytes())
+			if d.err == nil && !ValidClusterID(n.clusterID) {
+				d.fail(fmt.Errorf("%w: cluster id %q", ErrSnapshotFormat, n.clusterID))
+			}
 		}
 	}
 

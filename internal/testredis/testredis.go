@@ -39,6 +39,14 @@ func Start(tb testing.TB) string {
 	return addr
 }
 
+// StartWith is Start with more arguments, which override the defaults
+// (such as --dir DIR --save "3600 1" for a server that persists).
+func StartWith(tb testing.TB, args ...string) string {
+	tb.Helper()
+	addr, _ := startWith(tb, false, args...)
+	return addr
+}
+
 // StartTLS is Start with a TLS port as well, configured by args (such as
 // --tls-cert-file F --tls-key-file F --tls-ca-cert-file F). It returns the
 // plain address and the TLS one.

@@ -1,0 +1,322 @@
+package cluster
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/deadbolt/deadbolt/fsm"
+)
+
+// The cluster's identity. A node id names a member within a cluster, but
+// n1 of one cluster and n1 of another have the same id: a data directory
+// copied from one into the other's n1 slot would start, and raft would
+// mix the two clusters' logs (the other members take its answers as
+// n1's). So each cluster has an id:
+//
+//   - The first leader of a cluster that has none proposes a random one
+//     (ensureClusterID: a new cluster right after its bootstrap, or a
+//     cluster an older build made, once this build leads it without
+//     --preserve-downgrade, that is once no member runs the older build). It is
+//     replicated state (fsm/clusterid.go: the first one applied wins, in
+//     the log and in snapshots), so every member, and every member added
+//     later, learns it.
+//   - Each node keeps it in the file cluster.id of its data directory,
+//     written when it learns it (adoptClusterID), read at start-up. The
+//     file is new and apart from deadbolt.id, which an older build reads
+//     strictly: an older build ignores it, so `deadbolt downgrade` and
+//     --preserve-downgrade need nothing more (an older build applies
+//     __clusterid as an unknown command: a reply, no change).
+//   - The members' handshake carries it (after PeerAuth, before the
+//     connection's first byte): the dialer sends clusterHelloMagic, the
+//     id's length and the id; the acceptor answers the same with its own
+//     id, and each side refuses the connection if both have an id and
+//     they differ, with a log line naming its data directory and both
+//     ids. A node that knows no id yet (a new member before it has
+//     learned one, a node on an older build) sends no hello and is
+//     accepted, as before. An older acceptor hands the unknown first byte
+//     to raft, which closes the connection without an answer: the dialer
+//     then takes the peer for an older build, dials again without the
+//     hello, and does so for that address for olderPeerFor.
+
+const (
+	clusterIDFile     = "cluster.id"
+	clusterIDHead     = "deadbolt cluster"
+	clusterHelloMagic = 0xde
+	olderPeerFor      = time.Minute
+	// otherClusterLogEvery bounds the refusal log lines per peer (raft
+	// dials again at every heartbeat).
+	otherClusterLogEvery = 10 * time.Second
+)
+
+// errOtherCluster: the peer belongs to another cluster.
+var errOtherCluster = errors.New("cluster: the peer belongs to another cluster")
+
+// newClusterID returns a random cluster id: 32 hex digits.
+func newClusterID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("cluster: no randomness for a cluster id: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// readClusterID reads dataDir's cluster.id; "" if there is none. A damaged
+// file is an error that names it.
+func readClusterID(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, clusterIDFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("cluster: %w", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	id, ok := "", false
+	if len(lines) == 2 && lines[0] == clusterIDHead {
+		id, ok = strings.CutPrefix(lines[1], "id ")
+	}
+	if !ok || !fsm.ValidClusterID(id) {
+		return "", fmt.Errorf("cluster: %s is damaged (not %q and an id line): it names the cluster the data directory %s belongs to; if the directory is this cluster's, remove the file and start again (the node learns the id from the cluster)", path, clusterIDHead, dataDir)
+	}
+	return id, nil
+}
+
+// writeClusterID writes dataDir's cluster.id (through a temporary file,
+// synced, renamed, the directory synced).
+func writeClusterID(dataDir, id string) error {
+	path := filepath.Join(dataDir, clusterIDFile)
+	tmp := path + ".tmp"
+	err := os.WriteFile(tmp, []byte(clusterIDHead+"\nid "+id+"\n"), 0o644)
+	var f *os.File
+	if err == nil {
+		if f, err = os.OpenFile(tmp, os.O_RDWR, 0); err == nil {
+			err = f.Sync()
+			f.Close()
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		if f, err = os.Open(dataDir); err == nil {
+			err = f.Sync()
+			f.Close()
+		}
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("cluster: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// ClusterID is the id of the cluster this node belongs to, "" while it
+// knows none.
+func (n *Node) ClusterID() string {
+	if p := n.clusterID.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// adoptClusterID is told the replicated cluster id (raftFSM, after it is
+// applied or restored): a node that knew none keeps it, in its data
+// directory too. One that knew another says so loudly and keeps its own:
+// its handshake refuses the members of the other.
+func (n *Node) adoptClusterID(id string) {
+	n.cidMu.Lock()
+	defer n.cidMu.Unlock()
+	switch cur := n.ClusterID(); {
+	case id == "" || cur == id:
+		return
+	case cur != "":
+		n.cfg.Logger.Error("cluster: the log holds another cluster id than this node's data directory", "id", n.cfg.ID,
+			"dir", n.cfg.DataDir, "cluster_id", cur, "log_cluster_id", id)
+		return
+	}
+	if n.cfg.DataDir != "" {
+		if err := writeClusterID(n.cfg.DataDir, id); err != nil {
+			n.cfg.Logger.Warn("cluster: keeping the cluster id in the data directory failed; the log still holds it", "err", err)
+		}
+	}
+	n.clusterID.Store(&id)
+	n.cfg.Logger.Info("cluster: cluster id", "id", n.cfg.ID, "cluster_id", id)
+}
+
+// ensureClusterID runs on a leader once it is ready, each term: a cluster
+// without an id gets one, and one with an id has it proposed again, which
+// changes nothing where the state holds it (the first applied wins) and
+// gives it back to a node whose state lost it (restored from a snapshot
+// written with --preserve-downgrade, at version 2). Not with the flag:
+// members on an older build may be in the cluster, which would not keep
+// it, so a cluster being upgraded gets its id once the flag is dropped,
+// when every member runs this build.
+func (n *Node) ensureClusterID() {
+	if n.cfg.PreserveDowngrade {
+		return
+	}
+	n.fsm.mu.Lock()
+	id := n.state.ClusterID()
+	n.fsm.mu.Unlock()
+	if id == "" {
+		id = n.ClusterID() // the data directory's, if the state lost it
+	}
+	if id == "" {
+		id = newClusterID()
+	}
+	n.proposeInternal(fsm.ClusterIDCommand(id))
+}
+
+// clusterHello is the members' handshake for the cluster id, on a
+// connection that passed PeerAuth.
+type clusterHello struct {
+	own    func() string                 // this node's cluster id, "" while unknown
+	dir    string                        // the data directory, for the log line
+	logf   func(msg string, args ...any) // a refusal
+	infof  func(msg string, args ...any) // a peer taken for an older build
+	mu     sync.Mutex
+	older  map[string]time.Time // addresses taken for older builds, until
+	logged map[string]time.Time // refusals logged lately, by peer id and host
+}
+
+func writeHello(w io.Writer, id string) error {
+	b := append([]byte{clusterHelloMagic, byte(len(id))}, id...)
+	_, err := w.Write(b)
+	return err
+}
+
+// readHelloID reads the id of a hello whose magic byte was read.
+func readHelloID(r io.Reader) (string, error) {
+	var l [1]byte
+	if _, err := io.ReadFull(r, l[:]); err != nil {
+		return "", err
+	}
+	if l[0] > fsm.MaxClusterIDLen {
+		return "", fmt.Errorf("cluster: a cluster id of %d bytes", l[0])
+	}
+	id := make([]byte, l[0])
+	if _, err := io.ReadFull(r, id); err != nil {
+		return "", err
+	}
+	return string(id), nil
+}
+
+// other reports whether a peer's id says it is in another cluster, and
+// logs it (at most every otherClusterLogEvery per peer).
+func (h *clusterHello) other(own, theirs, peer, side string) bool {
+	if own == "" || theirs == "" || own == theirs {
+		return false
+	}
+	// By the peer's host and id: an accepted connection comes from a new
+	// port each time.
+	key := theirs + " " + peer
+	if host, _, err := net.SplitHostPort(peer); err == nil {
+		key = theirs + " " + host
+	}
+	h.mu.Lock()
+	now := time.Now()
+	log := now.Sub(h.logged[key]) >= otherClusterLogEvery
+	if log {
+		if h.logged == nil {
+			h.logged = map[string]time.Time{}
+		}
+		for k, at := range h.logged {
+			if now.Sub(at) >= otherClusterLogEvery {
+				delete(h.logged, k)
+			}
+		}
+		h.logged[key] = now
+	}
+	h.mu.Unlock()
+	if log && h.logf != nil {
+		h.logf("cluster: refused a connection with a member of another cluster: this node's data directory belongs to one cluster, the peer's to another; a data directory copied from another cluster cannot serve here (give the node an empty directory and add it with --join)",
+			"dir", h.dir, "cluster_id", own, "peer_cluster_id", theirs, "peer", peer, "side", side)
+	}
+	return true
+}
+
+// isOlder reports whether addr was taken for an older build lately.
+func (h *clusterHello) isOlder(addr string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	until, ok := h.older[addr]
+	if ok && time.Now().After(until) {
+		delete(h.older, addr)
+		return false
+	}
+	return ok
+}
+
+func (h *clusterHello) markOlder(addr string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.older == nil {
+		h.older = map[string]time.Time{}
+	}
+	h.older[addr] = time.Now().Add(olderPeerFor)
+}
+
+// client runs the dialer's side on c, connected to addr. older is true
+// when the peer closed the connection without an answer (an older build):
+// the caller dials again without the hello.
+func (h *clusterHello) client(c net.Conn, addr string, timeout time.Duration) (older bool, err error) {
+	own := h.own()
+	if own == "" || h.isOlder(addr) {
+		return false, nil
+	}
+	c.SetDeadline(time.Now().Add(timeout))
+	defer c.SetDeadline(time.Time{})
+	if err := writeHello(c, own); err != nil {
+		return false, err
+	}
+	var m [1]byte
+	if _, err := io.ReadFull(c, m[:]); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return false, err
+		}
+		h.markOlder(addr)
+		if h.infof != nil {
+			h.infof("cluster: a peer closed the connection at the cluster id's hello, as a build from before cluster ids does: dialing it without, for a while", "peer", addr, "err", err)
+		}
+		return true, err
+	}
+	if m[0] != clusterHelloMagic {
+		return false, fmt.Errorf("cluster: %s answered the cluster hello with byte %#x", addr, m[0])
+	}
+	theirs, err := readHelloID(c)
+	if err != nil {
+		return false, err
+	}
+	if h.other(own, theirs, addr, "dialed") {
+		return false, fmt.Errorf("%w: %s is in cluster %s, this node in %s", errOtherCluster, addr, theirs, own)
+	}
+	return false, nil
+}
+
+// server runs the acceptor's side on c, whose first byte was the hello's
+// magic: it answers with this node's id and reports whether the
+// connection may go on.
+func (h *clusterHello) server(c net.Conn) bool {
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	theirs, err := readHelloID(c)
+	c.SetReadDeadline(time.Time{})
+	if err != nil {
+		return false
+	}
+	own := h.own()
+	c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	err = writeHello(c, own)
+	c.SetWriteDeadline(time.Time{})
+	return err == nil && !h.other(own, theirs, c.RemoteAddr().String(), "accepted")
+}
