@@ -223,7 +223,7 @@ func (s *Store) prepareSpare() {
 // append synced meanwhile waited behind them, on this node and on every
 // other that shares the disk. On the benchmark machine that was a stall
 // of 10–25 ms once per segment, and slower syncs for a while after
-// (docs/BENCHMARKS.md, 2026-11-23). Paced, an append's sync carries
+// (docs/BENCHMARKS_HISTORY.md, 2026-11-23). Paced, an append's sync carries
 // at most a chunk of zeros. On a busy machine the pauses run long (a
 // spare took about a second under the benchmark's load); they are not
 // made up, since catching up wrote chunks back to back and brought
