@@ -241,11 +241,12 @@ func (r *readIndexClient) runBatch(_ uint64, batch []func(readPoint, error)) {
 
 // ask sends one request to the leader at addr and waits for its answer:
 // a round may be under way when the request arrives, and the next one
-// takes at most a heartbeat timeout per voter, asked at once.
+// takes at most its hedge plus a heartbeat timeout (readindex.go), so four
+// heartbeat timeouts cover both; past them the read falls back to Read.
 func (r *readIndexClient) ask(addr raft.ServerAddress, term uint64) (readPoint, error) {
 	r.cmu.Lock()
 	defer r.cmu.Unlock()
-	timeout := 3 * r.n.cfg.HeartbeatTimeout
+	timeout := 4 * r.n.cfg.HeartbeatTimeout
 	if t, ok := r.old[addr]; ok && time.Since(t) < oldLeaderFor {
 		return readPoint{}, errNoFollowerReads
 	}

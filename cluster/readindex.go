@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,12 +113,15 @@ type confirmer struct {
 	lease  *leaseState // --read-mode lease (lease.go); nil otherwise
 
 	// Used by the rounds' goroutine only (one round at a time, ordered
-	// by batch.mu): the voter that answered yes first in the last round,
-	// asked first in the next; and the recent time a round took to a
-	// quorum (an average), from which the wait before asking the others
-	// is set.
-	prefer raft.ServerAddress
-	rtt    time.Duration
+	// by batch.mu): the voters that said yes in the last round, in the
+	// order they answered, asked first in the next (the others after
+	// them: a voter that did not answer, said no or was not asked); and
+	// the recent time a yes took to come back (an average of the answers
+	// that completed a quorum, each timed from its own request, so that
+	// the hedge's own wait never feeds it), from which the wait before
+	// asking the others is set.
+	order []raft.ServerAddress
+	rtt   time.Duration
 
 	// timeout bounds the wait for one voter's answer (the heartbeat
 	// timeout; a test may set it before the first read).
@@ -246,12 +250,15 @@ func (c *confirmer) run(round, term uint64) error {
 			yes++
 			continue
 		}
-		if s.Address == c.prefer {
-			others = append([]raft.ServerAddress{s.Address}, others...)
-			continue
-		}
 		others = append(others, s.Address)
 	}
+	rank := func(a raft.ServerAddress) int {
+		if i := slices.Index(c.order, a); i >= 0 {
+			return i
+		}
+		return len(c.order)
+	}
+	slices.SortStableFunc(others, func(a, b raft.ServerAddress) int { return rank(a) - rank(b) })
 	need := voters/2 + 1
 	if yes >= need {
 		return nil
@@ -263,6 +270,7 @@ func (c *confirmer) run(round, term uint64) error {
 	type answer struct {
 		addr raft.ServerAddress
 		yes  bool
+		took time.Duration // from this request's start to its answer
 	}
 	answers := make(chan answer, len(others))
 	asked, pending := 0, 0
@@ -272,14 +280,17 @@ func (c *confirmer) run(round, term uint64) error {
 			asked++
 			pending++
 			c.asked.Add(1)
-			go func() { answers <- answer{addr, c.ask(addr, round, term, timeout)} }()
+			go func() {
+				t0 := time.Now()
+				ok := c.ask(addr, round, term, timeout)
+				answers <- answer{addr, ok, time.Since(t0)}
+			}()
 		}
 	}
-	start := time.Now()
 	ask(need - yes)
 	hedge := time.NewTimer(c.hedgeAfter())
 	defer hedge.Stop()
-	var first raft.ServerAddress // the first to say yes
+	var said []raft.ServerAddress // the voters that said yes, in order
 	for pending > 0 {
 		select {
 		case a := <-answers:
@@ -288,18 +299,21 @@ func (c *confirmer) run(round, term uint64) error {
 				ask(1) // another voter in its place
 				continue
 			}
-			if first == "" {
-				first = a.addr
-			}
+			said = append(said, a.addr)
 			if yes++; yes >= need {
-				// The next round asks the first voter that said yes
-				// first, and its hedge
-				// waits a few of the recent rounds' times (a hedged
+				// The next round asks these voters first, and its hedge
+				// waits a few of the recent answers' times (a hedged
 				// round's too: were only quick rounds counted, a machine
-				// whose rounds all take longer than the hedge would ask
-				// every voter every time).
-				c.prefer = first
-				c.rtt = (3*c.rtt + time.Since(start)) / 4
+				// whose answers all take longer than the hedge would
+				// ask every voter every time). One slow answer moves the
+				// average by at most a bounded step, so a single spike
+				// does not set the hedge for the rounds after it.
+				c.order = said
+				took := a.took
+				if c.rtt > 0 {
+					took = min(took, 2*c.rtt+hedgeMin)
+				}
+				c.rtt = (3*c.rtt + took) / 4
 				return nil
 			}
 		case <-hedge.C:
@@ -311,15 +325,25 @@ func (c *confirmer) run(round, term uint64) error {
 
 // ask sends one request to addr over its connection (opened on first use,
 // dropped on any error) and reports whether the answer was yes.
+//
+// A voter whose answer to an earlier round is still awaited (a paused or
+// unreachable process) counts as a no at once: the round asks another
+// rather than queue behind it. After close it asks nobody.
 func (c *confirmer) ask(addr raft.ServerAddress, round, term uint64, timeout time.Duration) bool {
 	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
 	p := c.peers[addr]
 	if p == nil {
 		p = &confirmPeer{}
 		c.peers[addr] = p
 	}
 	c.mu.Unlock()
-	p.mu.Lock()
+	if !p.mu.TryLock() {
+		return false
+	}
 	defer p.mu.Unlock()
 	deadline := time.Now().Add(timeout)
 	if p.c == nil {
