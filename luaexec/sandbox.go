@@ -3,6 +3,7 @@ package luaexec
 import (
 	"hash/maphash"
 	"reflect"
+	"strings"
 	"unsafe"
 
 	lua "github.com/yuin/gopher-lua"
@@ -279,8 +280,12 @@ func (sb *sandbox) argStrings(at *[2]argTable, keys, argv [][]byte) {
 		buf = at[1].appendFresh(buf, argv)
 		all = unsafe.String(&buf[0], n) // buf is never written again
 	}
-	at[0].fill(keys, &all, &sb.argCache)
-	at[1].fill(argv, &all, &sb.argCache)
+	// A short string cut from a buffer of its own (a run with a big
+	// argument) is copied: cached or kept for the next run, it would keep
+	// the big argument's bytes alive with it.
+	own := n > argChunkLimit
+	at[0].fill(keys, &all, &sb.argCache, own)
+	at[1].fill(argv, &all, &sb.argCache, own)
 }
 
 // Sizes of the chunks argBytes cuts strings from.
@@ -426,13 +431,19 @@ func (a *argTable) appendFresh(buf []byte, items [][]byte) []byte {
 
 // fill makes the strings match did not find, taking their bytes from the
 // front of *all, in order, as appendFresh laid them out, and caches them.
-func (a *argTable) fill(items [][]byte, all *string, c *argCache) {
+//
+// With own, the strings short enough to be cached are copied out of *all.
+func (a *argTable) fill(items [][]byte, all *string, c *argCache, own bool) {
 	for i, b := range items {
 		k := a.fresh[i]
 		if k == argKnown {
 			continue
 		}
-		v := lua.LValue(lua.LString((*all)[:len(b)]))
+		str := (*all)[:len(b)]
+		if own && len(b) <= argCacheMaxLen {
+			str = strings.Clone(str)
+		}
+		v := lua.LValue(lua.LString(str))
 		*all = (*all)[len(b):]
 		a.vals[i] = v
 		if k >= 0 {
