@@ -447,7 +447,7 @@ func (p *parser) forList(first string, line int) ast.Stmt {
 		v.assigns = append(v.assigns, nil)
 	}
 	body := p.forBody(line, vars)
-	s := &ast.GenericForStmt{Names: names, Exprs: exprs, Stmts: body}
+	s := &ast.GenericForStmt{Names: names, Exprs: padForExprs(exprs), Stmts: body}
 	s.SetLine(line)
 	s.SetLastLine(p.lx.lastLine)
 	return s
@@ -993,3 +993,24 @@ var (
 	numberMarker ast.Expr = &ast.NumberExpr{Value: "0"}
 	nilMarker    ast.Expr = &ast.NilExpr{}
 )
+
+// padForExprs fills a generic for's expression list up to its three
+// values (generator, state, control) with nils, unless the last is a call
+// or "...", which expands to fill them. gopher-lua's code for a shorter
+// list can leave the control value set, from a table constructor in the
+// list (for r in next, {5} do ... end gave a wrong first key or a
+// recovered Go error where Lua, and Redis, give the first element); the
+// nils cost no work units, so a script's budget is what it was.
+func padForExprs(exprs []ast.Expr) []ast.Expr {
+	if len(exprs) == 0 || len(exprs) >= 3 {
+		return exprs
+	}
+	switch exprs[len(exprs)-1].(type) {
+	case *ast.FuncCallExpr, *ast.Comma3Expr:
+		return exprs
+	}
+	for len(exprs) < 3 {
+		exprs = append(exprs, &ast.NilExpr{})
+	}
+	return exprs
+}
