@@ -41,16 +41,13 @@ func (f *FSM) RunsWhileWritesRefused(cmd Command) bool {
 		s, ok := f.script(args[1])
 		return !ok || !scriptDeclaresWrites(s.body)
 	case "fcall", "fcall_ro":
-		lib, ok := f.functions[string(args[1])]
-		if !ok {
-			return true
-		}
-		for _, fn := range f.libraries[lib].functions {
-			if fn.Name == string(args[1]) {
-				return fn.noWrites()
-			}
-		}
-		return true
+		// Unlike Redis, a function is refused, no-writes or not: its
+		// library's own locals live in each node's Lua state, and a
+		// function run outside the log could change them on this node
+		// only, so that a later FCALL computed other values here than on
+		// the others. An unknown one runs, to answer its error.
+		_, ok := f.functions[string(args[1])]
+		return !ok
 	}
 	return false // SCRIPT: a container whose LOAD and FLUSH are proposed
 }

@@ -3,6 +3,8 @@ package fsm
 import (
 	"bytes"
 	"testing"
+
+	"github.com/deadbolt/deadbolt/resp"
 )
 
 // A script run while writes are refused changes no replicated state, not
@@ -46,6 +48,11 @@ func TestReadWritesRefusedChangesNothing(t *testing.T) {
 	if a, b := f.Apply(3000, next).Reply.Int, g.Apply(3000, next).Reply.Int; a != b {
 		t.Fatalf("math.random after a refused-writes script: %d, on a node without it %d", a, b)
 	}
+	lib := "#!lua name=counter\nlocal n = 0\n" +
+		"redis.register_function{function_name='peek', callback=function() n = n + 1 return n end, flags={'no-writes'}}"
+	if r := f.Apply(3000, Command{Args: argv("FUNCTION", "LOAD", lib)}); r.Reply.Type == resp.Error {
+		t.Fatalf("FUNCTION LOAD: %s", r.Reply.Str)
+	}
 	for _, tc := range []struct {
 		args []string
 		runs bool
@@ -57,6 +64,11 @@ func TestReadWritesRefusedChangesNothing(t *testing.T) {
 		{[]string{"EVAL_RO", "#!lua\nreturn 1", "0"}, false},
 		{[]string{"EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"}, true},
 		{[]string{"FCALL", "nope", "0"}, true},
+		// A function is refused, no-writes or not: its library's locals
+		// are each node's (a run outside the log would change them here
+		// only; found in review).
+		{[]string{"FCALL_RO", "peek", "0"}, false},
+		{[]string{"FCALL", "peek", "0"}, false},
 		{[]string{"SCRIPT", "LOAD", "return 1"}, false},
 		{[]string{"SET", "k", "v"}, false},
 	} {

@@ -52,6 +52,13 @@ func (r *runState) begin(e *Engine, sha string, c Caller, cost int64) {
 	r.fatal = nil
 	r.cdepth = 1 // the script itself, as Lua 5.1 counts C calls
 	r.nextID = 0
+	// collectgarbage's setpause and setstepmul last one run (Redis keeps
+	// them in its Lua state): kept, they would be state that snapshots do
+	// not carry, and a run outside the log (a script on a full disk,
+	// fsm.ReadWritesRefused) could change them on one node only.
+	if e.sb != nil {
+		e.sb.gcPause, e.sb.gcStepMul = 200, 200
+	}
 	if len(r.ids) > 0 {
 		clear(r.ids)
 	}

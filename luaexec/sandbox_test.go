@@ -91,6 +91,7 @@ func TestNothingLeaksBetweenRuns(t *testing.T) {
 		{`return KEYS.z`, "$-1\r\n"},
 		{`return type(redis.call)`, "$8\r\nfunction\r\n"},
 		{`return tostring(1)`, "$1\r\n1\r\n"},
+		{`return collectgarbage('setpause', 200)`, ":200\r\n"}, // Redis: 1, set by the run above
 	} {
 		if got := run(t, e, tc.script); got != tc.want {
 			t.Errorf("%s: got %q want %q", tc.script, got, tc.want)
