@@ -26,14 +26,14 @@ import (
 // leader answers it so.
 
 // scriptCommand reports whether cmd is one of the script commands that
-// may run while writes are refused (a cheap test on the name; the state
+// may run while writes are refused (SCRIPT LOAD of a cached script too) (a cheap test on the name; the state
 // machine decides by the script's flags).
 func scriptCommand(cmd fsm.Command) bool {
 	if len(cmd.Args) == 0 {
 		return false
 	}
 	spec, ok := fsm.Lookup(cmd.Args[0])
-	return ok && spec.Flags&fsm.Scripting != 0 && spec.Name != "script"
+	return ok && spec.Flags&fsm.Scripting != 0
 }
 
 // whileWritesRefused answers cmd, which diskRefusal refused with refusal:

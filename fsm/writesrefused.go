@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"strings"
+
 	"github.com/deadbolt/deadbolt/luaexec"
 	"github.com/deadbolt/deadbolt/resp"
 )
@@ -48,8 +50,23 @@ func (f *FSM) RunsWhileWritesRefused(cmd Command) bool {
 		// the others. An unknown one runs, to answer its error.
 		_, ok := f.functions[string(args[1])]
 		return !ok
+	case "script":
+		// SCRIPT LOAD of a script already cached changes nothing (Redis
+		// runs SCRIPT under MISCONF); one that would add it is a write.
+		if len(args) == 3 && strings.EqualFold(string(args[1]), "load") {
+			_, ok := f.scripts[SHA1Hex(args[2])]
+			return ok
+		}
+		return ReadOnlyCall(args)
 	}
-	return false // SCRIPT: a container whose LOAD and FLUSH are proposed
+	return false
+}
+
+// ReadOnlyCall reports whether args, a command whose spec is flagged
+// Write, changes nothing and can be served as a read: SCRIPT EXISTS (the
+// SCRIPT container's other subcommands load or flush).
+func ReadOnlyCall(args [][]byte) bool {
+	return len(args) >= 3 && strings.EqualFold(string(args[0]), "script") && strings.EqualFold(string(args[1]), "exists")
 }
 
 // scriptDeclaresWrites reads a script's shebang as Redis's

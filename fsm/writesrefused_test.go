@@ -53,6 +53,9 @@ func TestReadWritesRefusedChangesNothing(t *testing.T) {
 	if r := f.Apply(3000, Command{Args: argv("FUNCTION", "LOAD", lib)}); r.Reply.Type == resp.Error {
 		t.Fatalf("FUNCTION LOAD: %s", r.Reply.Str)
 	}
+	if r := f.Apply(3000, Command{Args: argv("SCRIPT", "LOAD", "return redis.call('get', KEYS[1])")}); r.Reply.Type == resp.Error {
+		t.Fatalf("SCRIPT LOAD: %s", r.Reply.Str)
+	}
 	for _, tc := range []struct {
 		args []string
 		runs bool
@@ -70,6 +73,9 @@ func TestReadWritesRefusedChangesNothing(t *testing.T) {
 		{[]string{"FCALL_RO", "peek", "0"}, false},
 		{[]string{"FCALL", "peek", "0"}, false},
 		{[]string{"SCRIPT", "LOAD", "return 1"}, false},
+		{[]string{"SCRIPT", "LOAD", "return redis.call('get', KEYS[1])"}, true}, // cached: changes nothing
+		{[]string{"SCRIPT", "EXISTS", "ffffffffffffffffffffffffffffffffffffffff"}, true},
+		{[]string{"SCRIPT", "FLUSH"}, false},
 		{[]string{"SET", "k", "v"}, false},
 	} {
 		if got := f.RunsWhileWritesRefused(Command{Args: argv(tc.args...)}); got != tc.runs {

@@ -446,7 +446,7 @@ func TestFollowerRole(t *testing.T) {
 }
 
 func TestAdminCommands(t *testing.T) {
-	s := newTestServer(t)
+	s := newTestServer(t, withDebug)
 	c := dial(t, s.addr)
 	before := time.Now().Unix()
 	c.must(okReply, "set", "a", "1")

@@ -211,7 +211,7 @@ func (c *conn) runKeyspace(spec *fsm.Spec, args [][]byte) {
 		res fsm.Result
 		err error
 	)
-	if spec.Flags&fsm.Write != 0 {
+	if spec.Flags&fsm.Write != 0 && !fsm.ReadOnlyCall(args) { // SCRIPT EXISTS: a read
 		if c.lc.async {
 			c.applyAsync(cmd) // keyspaceReply comes with taskApplied
 			return

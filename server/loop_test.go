@@ -298,7 +298,7 @@ func TestEventLoopWaits(t *testing.T) {
 		t.Run(fmt.Sprintf("mode=%d", mode), func(t *testing.T) {
 			testLoopWait.Store(mode)
 			t.Cleanup(func() { testLoopWait.Store(0) })
-			s := newTestServer(t)
+			s := newTestServer(t, withDebug)
 			sub := dial(t, s.addr) // the first connection starts the loop
 			sub.must(arr(bulk("subscribe"), bulk("ch"), integer(1)), "subscribe", "ch")
 			testLoopWait.Store(0)
