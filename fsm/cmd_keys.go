@@ -352,7 +352,10 @@ func cmdScan(c *Ctx, args [][]byte) resp.Reply {
 		c.db.scan = buildScanIndex(c.db)
 	}
 	c.db.scan.fresh(c.db)
-	var batch []scanEntry
+	// Sized up front: a full SCAN is a thousand calls or more, and their
+	// growing slices were most of what it allocated (the garbage collector
+	// then ran through it, stealing the loop's processor).
+	batch := make([]scanEntry, 0, min(count, 4096)+1)
 	next := uint64(0)
 	it := c.db.scan.iter(c.db, cursor)
 	for e, ok := it.next(); ok; e, ok = it.next() {
@@ -364,7 +367,7 @@ func cmdScan(c *Ctx, args [][]byte) resp.Reply {
 		batch = append(batch, e)
 	}
 
-	out := []resp.Reply{}
+	out := make([]resp.Reply, 0, len(batch))
 	for _, e := range batch {
 		if pat != nil && !stringMatch(pat, []byte(e.key), false) {
 			continue

@@ -21,6 +21,11 @@ type Command struct {
 	// restrictions; what its scripts call is checked against that user's
 	// permissions as the state machine holds them (acl.go).
 	User string
+	// Encoded: the caller takes a long read's reply already encoded, in
+	// pieces (resp.Encoded; walk.go), and hands it to a client as it is.
+	// Never set where the reply's elements are read (EXEC, a server's own
+	// reads). Not part of an applied command.
+	Encoded bool
 }
 
 // Watch is a key version observed by WATCH. EXEC aborts when the key's

@@ -3,6 +3,7 @@ package fsm
 import (
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -74,6 +75,9 @@ func (f *FSM) BeginWalk(now int64, cmd Command) *Walk {
 			w.pattern = p
 		}
 	}
+	if w.pattern == nil {
+		w.seen = make([]string, 0, ks.keys.len()) // not grown (and copied) step by step
+	}
 	ks.walks = append(ks.walks, w)
 	return w
 }
@@ -125,7 +129,7 @@ func (w *Walk) Run(mu sync.Locker) Result {
 		}
 		// Let the goroutines that waited for the lock, or for the only
 		// core (a cluster member may have one), run before the next step.
-		runtime.Gosched()
+		walkYield()
 	}
 	w.prepare()
 	locked(w.finish)
@@ -154,18 +158,71 @@ func (w *Walk) step() bool {
 	return done
 }
 
-// prepare orders what was seen, without the lock.
+// prepare orders what was seen, without the lock, yielding as it goes
+// (sortYielding): a single-core node's event loop runs between its pieces.
 func (w *Walk) prepare() {
-	slices.Sort(w.seen)
-	w.seen = slices.Compact(w.seen)
-	if !w.keys {
-		w.entries = make([]scanEntry, len(w.seen))
-		for i, k := range w.seen {
-			w.entries[i] = scanEntry{scanHash(k), k}
-		}
-		slices.SortFunc(w.entries, compareScan)
-		w.seen = nil
+	if w.keys {
+		w.seen = sortYielding(w.seen, strings.Compare)
+		w.seen = slices.Compact(w.seen)
+		return
 	}
+	w.entries = make([]scanEntry, len(w.seen))
+	for i, k := range w.seen {
+		w.entries[i] = scanEntry{scanHash(k), k}
+		if i%walkStep == walkStep-1 {
+			walkYield()
+		}
+	}
+	w.seen = nil
+	// A key seen twice (removed and created again meanwhile) sorts next
+	// to itself: equal hashes, equal names.
+	w.entries = sortYielding(w.entries, compareScan)
+	w.entries = slices.CompactFunc(w.entries, func(a, b scanEntry) bool { return a.key == b.key })
+}
+
+// walkYield lets other goroutines run (a variable for tests).
+var walkYield = runtime.Gosched
+
+// sortYielding sorts s by cmp without holding the processor for long: it
+// sorts runs of walkStep elements, then merges them pairwise, yielding
+// after each run and each walkStep elements merged. One slices.Sort of a
+// million keys ran 300 ms without a yield, and on a node with one P
+// (GOMAXPROCS=1, the cluster's members) the event loop and raft waited
+// for the runtime's 10 ms preemption over and over. It returns the sorted
+// elements, in s or in a buffer of the same length.
+func sortYielding[T any](s []T, cmp func(a, b T) int) []T {
+	n := len(s)
+	for lo := 0; lo < n; lo += walkStep {
+		slices.SortFunc(s[lo:min(lo+walkStep, n)], cmp)
+		walkYield()
+	}
+	if n <= walkStep {
+		return s
+	}
+	buf := make([]T, n)
+	moved := 0
+	for width := walkStep; width < n; width *= 2 {
+		for lo := 0; lo < n; lo += 2 * width {
+			mid, hi := min(lo+width, n), min(lo+2*width, n)
+			i, j := lo, mid
+			for o := lo; o < hi; o++ {
+				if j >= hi || i < mid && cmp(s[i], s[j]) <= 0 {
+					buf[o] = s[i]
+					i++
+				} else {
+					buf[o] = s[j]
+					j++
+				}
+				if moved++; moved == walkStep {
+					moved = 0
+					walkYield()
+				}
+			}
+		}
+		s, buf = buf, s
+	}
+	clear(buf) // the other copy holds no strings alive
+	return s
 }
 
 // finish ends the walk under the lock: it reads the touched keys as they
@@ -214,7 +271,12 @@ func (w *Walk) scanIndex() *scanIndex {
 	return x
 }
 
-// result builds the answer without the lock.
+// result builds the answer without the lock, yielding as it goes. For a
+// caller that takes it encoded (Command.Encoded) KEYS's reply is encoded
+// here, in pieces of about walkPiece bytes, the same bytes as the array
+// of bulk strings would be in every protocol: no reply value per key, no
+// copy of each name, no single buffer of the whole reply for the event
+// loop to copy, and a yield between pieces.
 func (w *Walk) result() Result {
 	if w.res != nil {
 		return *w.res
@@ -226,20 +288,61 @@ func (w *Walk) result() Result {
 			gone[k] = struct{}{}
 		}
 		for _, k := range w.add {
-			gone[k] = struct{}{} // added back below, once
+			gone[k] = struct{}{} // merged back below, once
 		}
-		keys = slices.DeleteFunc(keys, func(k string) bool { _, g := gone[k]; return g })
-		keys = append(keys, w.add...)
-		slices.SortFunc(keys, strings.Compare)
+		slices.Sort(w.add)
+		merged := make([]string, 0, len(keys)+len(w.add))
+		i := 0
+		for n, k := range keys {
+			if _, g := gone[k]; g {
+				continue
+			}
+			for i < len(w.add) && w.add[i] < k {
+				merged = append(merged, w.add[i])
+				i++
+			}
+			merged = append(merged, k)
+			if n%walkStep == walkStep-1 {
+				walkYield()
+			}
+		}
+		keys = append(merged, w.add[i:]...)
+	}
+	if w.cmd.Encoded {
+		return Result{Reply: resp.NewEncoded(encodeKeys(keys)), DB: w.cmd.DB}
 	}
 	out := make([]resp.Reply, len(keys))
 	for i, k := range keys {
 		out[i] = resp.BulkString(k)
 		if i%walkStep == walkStep-1 {
-			runtime.Gosched()
+			walkYield()
 		}
 	}
 	return Result{Reply: resp.ArrayReply(out...), DB: w.cmd.DB}
+}
+
+// walkPiece is the size of the pieces an encoded KEYS reply is built in (a
+// variable for tests).
+var walkPiece = 64 << 10
+
+// encodeKeys encodes keys as an array of bulk strings in pieces of about
+// walkPiece bytes (a longer name takes a piece of its own size), yielding
+// after each piece.
+func encodeKeys(keys []string) [][]byte {
+	var pieces [][]byte
+	cur := make([]byte, 0, walkPiece)
+	cur = append(strconv.AppendInt(append(cur, '*'), int64(len(keys)), 10), '\r', '\n')
+	for _, k := range keys {
+		need := len(k) + 24 // "$", the length, two CRLFs
+		if len(cur) > 0 && len(cur)+need > walkPiece {
+			pieces = append(pieces, cur)
+			cur = make([]byte, 0, max(walkPiece, need))
+			walkYield()
+		}
+		cur = append(strconv.AppendInt(append(cur, '$'), int64(len(k)), 10), '\r', '\n')
+		cur = append(append(cur, k...), '\r', '\n')
+	}
+	return append(pieces, cur)
 }
 
 // walkTouched notes, for the walks of ks in progress, that key k was
