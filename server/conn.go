@@ -46,11 +46,6 @@ type conn struct {
 	mu       sync.Mutex
 	name     string
 	out      []byte // replies and messages not yet written
-	// pieces: an encoded long reply (resp.Encoded) and what was in out
-	// before it, not yet taken for writing; they go before out. Only a
-	// plain connection of the event loop has them (streamsPieces).
-	pieces    [][]byte
-	piecesLen int // their bytes
 	subs     subscriptions
 	proto    int    // 2 or 3: the RESP version HELLO chose
 	kicked   bool   // a writer goroutine is flushing pushed messages
@@ -58,6 +53,11 @@ type conn struct {
 	held     []byte // messages that arrived meanwhile, written after EXEC's reply
 	dead     bool
 	lastUsed time.Time
+	// pieces: an encoded long reply (resp.Encoded) and what was in out
+	// before it, not yet taken for writing; they go before out. Only a
+	// plain connection of the event loop has them (streamsPieces).
+	pieces    [][]byte
+	piecesLen int // their bytes
 
 	wmu sync.Mutex // serialises writes to nc
 
