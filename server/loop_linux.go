@@ -745,12 +745,12 @@ func (l *eventLoop) write(c *conn) {
 }
 
 // takeOutput moves c's queued output behind what the socket has not taken
-// yet, and reports whether it took a piece of a long reply (conn.reply).
+// yet, and reports whether wbuf holds a piece of a long reply or pieces
+// wait (conn.reply): write then calls it again once wbuf is written.
 // Pieces go first, one at a time and only once wbuf has drained: the loop
 // writes a reply of many megabytes as the socket takes it, never copying
 // it into one buffer, and serves other connections between its socket's
-// writable events. Once a piece is written, write calls it again for the
-// next piece or, after the last, the output queued behind them.
+// writable events. After the last piece comes the output queued behind it.
 func (l *eventLoop) takeOutput(c *conn) bool {
 	lc := &c.lc
 	c.mu.Lock()
@@ -759,7 +759,7 @@ func (l *eventLoop) takeOutput(c *conn) bool {
 	switch {
 	case len(c.pieces) > 0:
 		if lc.woff < len(lc.wbuf) {
-			return false // the pieces follow what is in wbuf, and out them
+			return true // the pieces follow what is in wbuf, and out them
 		}
 		p := c.pieces[0]
 		c.pieces[0] = nil
