@@ -21,10 +21,11 @@ type Command struct {
 	// restrictions; what its scripts call is checked against that user's
 	// permissions as the state machine holds them (acl.go).
 	User string
-	// Encoded: the caller takes a long read's reply already encoded, in
-	// pieces (resp.Encoded; walk.go), and hands it to a client as it is.
-	// Never set where the reply's elements are read (EXEC, a server's own
-	// reads). Not part of an applied command.
+	// Encoded: the caller takes KEYS's reply over a large database
+	// (walk.go) and SCAN's already encoded (resp.Encoded, in pieces) and
+	// hands it to a client as it is. Never set where the reply's elements
+	// are read (EXEC, a server's own reads). Not part of an applied
+	// command.
 	Encoded bool
 }
 
@@ -223,6 +224,7 @@ func (c *Ctx) run(cmd Command) Result {
 	}
 	c.selectDB(cmd.DB)
 	c.user = cmd.User
+	c.encoded = cmd.Encoded && len(cmd.Args) > 0 && optEq(cmd.Args[0], "scan")
 	if r, ok := c.oomRefusal(cmd); !ok {
 		return Result{Reply: r, DB: cmd.DB}
 	}
@@ -271,6 +273,9 @@ type Ctx struct {
 	// oom is whether the logical size was over maxmemory as the command
 	// began: Redis's pre_command_oom_state (maxmemory.go).
 	oom bool
+	// encoded: the caller takes SCAN's reply encoded (Command.Encoded);
+	// only a SCAN sent by a client, never one a script calls.
+	encoded bool
 }
 
 func (c *Ctx) selectDB(i int) {

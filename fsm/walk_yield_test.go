@@ -111,3 +111,46 @@ func TestWalkKeysEncodedInPieces(t *testing.T) {
 		}
 	}
 }
+
+// TestScanEncodedLikeReply: SCAN for a caller that takes its reply encoded
+// answers, call after call of a full iteration, the bytes of the reply
+// value it answers otherwise, in every protocol, with MATCH, TYPE and
+// COUNT, over a database with expired keys and one of another type; a
+// script's SCAN still gets reply values.
+func TestScanEncodedLikeReply(t *testing.T) {
+	f := New(Options{})
+	now := int64(1_000_000)
+	for i := 0; i < 3000; i++ {
+		f.Apply(now, Command{Args: toArgs([]string{"SET", "key:" + strconv.Itoa(i), "v"})})
+	}
+	f.Apply(now, Command{Args: toArgs([]string{"HSET", "key:h", "f", "v"})})
+	f.Apply(now, Command{Args: toArgs([]string{"SET", "gone", "v", "PX", "1"})})
+	now += 10
+	for _, extra := range [][]string{nil, {"COUNT", "1000"}, {"MATCH", "key:1*"}, {"TYPE", "hash"}, {"MATCH", "nothing*", "COUNT", "7"}} {
+		cursor, calls := "0", 0
+		for {
+			args := toArgs(append([]string{"SCAN", cursor}, extra...))
+			plain := f.Read(now, Command{Args: args}).Reply
+			enc := f.Read(now, Command{Args: args, Encoded: true}).Reply
+			if plain.Type != resp.Array || enc.Type != resp.Encoded {
+				t.Fatalf("SCAN %s %v: types %v and %v", cursor, extra, plain.Type, enc.Type)
+			}
+			for _, proto := range []int{2, 3, resp.ProtoMember} {
+				if g, w := enc.AppendProto(nil, proto), plain.AppendProto(nil, proto); !bytes.Equal(g, w) {
+					t.Fatalf("SCAN %s %v RESP%d: encoded %q, reply %q", cursor, extra, proto, g, w)
+				}
+			}
+			cursor, calls = string(plain.Elems[0].Str), calls+1
+			if cursor == "0" {
+				break
+			}
+		}
+		if calls < 2 && extra == nil {
+			t.Fatalf("SCAN %v: %d calls", extra, calls)
+		}
+	}
+	r := f.Apply(now, Command{Args: toArgs([]string{"EVAL", "return redis.call('SCAN', '0', 'COUNT', '5')[2]", "0"}), Encoded: true}).Reply
+	if r.Type != resp.Array || len(r.Elems) < 5 {
+		t.Fatalf("a script's SCAN: %q", r.AppendProto(nil, 2))
+	}
+}
