@@ -6,7 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/deadbolt/deadbolt/internal/gctune"
 	"github.com/deadbolt/deadbolt/resp"
 )
 
@@ -115,6 +118,12 @@ func (w *Walk) Run(mu sync.Locker) Result {
 		defer mu.Unlock() // a panic (a bug) leaves the lock free
 		f()
 	}
+	// No collection starts while the walk runs (gctune.Bulk): its garbage
+	// is a few slices of the keys' names, and on a node with one P the
+	// collector's mark worker held the P for 10-20 ms at a time, the event
+	// loop waiting (runtime/trace of a leader during KEYS over 1M keys: two
+	// to four mark phases of 260-590 ms per KEYS and SCAN).
+	defer gctune.Bulk()()
 	finished := false
 	defer func() {
 		if !finished { // a panic: the database forgets the walk
@@ -180,8 +189,35 @@ func (w *Walk) prepare() {
 	w.entries = slices.CompactFunc(w.entries, func(a, b scanEntry) bool { return a.key == b.key })
 }
 
-// walkYield lets other goroutines run (a variable for tests).
-var walkYield = runtime.Gosched
+// walkYield lets other goroutines run (a variable for tests): parkWalk.
+var walkYield = parkWalk
+
+// lastPark is when a walk last parked (parkWalk), in Unix nanoseconds.
+var lastPark atomic.Int64
+
+// parkWalk yields the processor. Mostly it is runtime.Gosched, but at
+// least every walkParkEvery the walk sleeps briefly instead: a goroutine
+// that waits in the runtime's network poller (a cluster member's event
+// loop, between requests) is found by the scheduler only when a P has
+// nothing in its run queues, or by the runtime's monitor every 10 ms; a
+// walk that only called Gosched went straight back on the queue, and on a
+// member with one P the loop's PINGs waited for that monitor (runtime/trace
+// of a leader during KEYS: the loop runnable 10-30 ms at a time).
+func parkWalk() {
+	now := time.Now().UnixNano()
+	if last := lastPark.Load(); now-last < int64(walkParkEvery) && now >= last {
+		runtime.Gosched()
+		return
+	}
+	lastPark.Store(now)
+	time.Sleep(walkPark)
+}
+
+// How often a walk parks, and for how long (parkWalk).
+const (
+	walkParkEvery = time.Millisecond
+	walkPark      = 20 * time.Microsecond
+)
 
 // sortYielding sorts s by cmp without holding the processor for long: it
 // sorts runs of walkStep elements, then merges them pairwise, yielding
