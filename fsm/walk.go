@@ -38,6 +38,7 @@ import (
 var (
 	walkMinKeys = 1 << 15 // smaller databases are read in one step
 	walkStep    = 8192    // keys per step
+	walkRun     = 2048    // keys sorted, merged or listed between two yields
 )
 
 // Walk is a long read in progress: BeginWalk, then Run.
@@ -178,7 +179,7 @@ func (w *Walk) prepare() {
 	w.entries = make([]scanEntry, len(w.seen))
 	for i, k := range w.seen {
 		w.entries[i] = scanEntry{scanHash(k), k}
-		if i%walkStep == walkStep-1 {
+		if i%walkRun == walkRun-1 {
 			walkYield()
 		}
 	}
@@ -196,7 +197,10 @@ var walkYield = parkWalk
 var lastPark atomic.Int64
 
 // parkWalk yields the processor. Mostly it is runtime.Gosched, but at
-// least every walkParkEvery the walk sleeps briefly instead: a goroutine
+// most every walkParkEvery the walk sleeps briefly instead (a sleep under
+// a millisecond lasts about one when the P goes idle, since the poller
+// waits in whole milliseconds, so parking every millisecond doubled the
+// walk's time): a goroutine
 // that waits in the runtime's network poller (a cluster member's event
 // loop, between requests) is found by the scheduler only when a P has
 // nothing in its run queues, or by the runtime's monitor every 10 ms; a
@@ -215,29 +219,29 @@ func parkWalk() {
 
 // How often a walk parks, and for how long (parkWalk).
 const (
-	walkParkEvery = time.Millisecond
+	walkParkEvery = 3 * time.Millisecond
 	walkPark      = 20 * time.Microsecond
 )
 
 // sortYielding sorts s by cmp without holding the processor for long: it
-// sorts runs of walkStep elements, then merges them pairwise, yielding
-// after each run and each walkStep elements merged. One slices.Sort of a
+// sorts runs of walkRun elements, then merges them pairwise, yielding
+// after each run and each walkRun elements merged. One slices.Sort of a
 // million keys ran 300 ms without a yield, and on a node with one P
 // (GOMAXPROCS=1, the cluster's members) the event loop and raft waited
 // for the runtime's 10 ms preemption over and over. It returns the sorted
 // elements, in s or in a buffer of the same length.
 func sortYielding[T any](s []T, cmp func(a, b T) int) []T {
 	n := len(s)
-	for lo := 0; lo < n; lo += walkStep {
-		slices.SortFunc(s[lo:min(lo+walkStep, n)], cmp)
+	for lo := 0; lo < n; lo += walkRun {
+		slices.SortFunc(s[lo:min(lo+walkRun, n)], cmp)
 		walkYield()
 	}
-	if n <= walkStep {
+	if n <= walkRun {
 		return s
 	}
 	buf := make([]T, n)
 	moved := 0
-	for width := walkStep; width < n; width *= 2 {
+	for width := walkRun; width < n; width *= 2 {
 		for lo := 0; lo < n; lo += 2 * width {
 			mid, hi := min(lo+width, n), min(lo+2*width, n)
 			i, j := lo, mid
@@ -249,7 +253,7 @@ func sortYielding[T any](s []T, cmp func(a, b T) int) []T {
 					buf[o] = s[j]
 					j++
 				}
-				if moved++; moved == walkStep {
+				if moved++; moved == walkRun {
 					moved = 0
 					walkYield()
 				}
@@ -338,7 +342,7 @@ func (w *Walk) result() Result {
 				i++
 			}
 			merged = append(merged, k)
-			if n%walkStep == walkStep-1 {
+			if n%walkRun == walkRun-1 {
 				walkYield()
 			}
 		}
@@ -350,7 +354,7 @@ func (w *Walk) result() Result {
 	out := make([]resp.Reply, len(keys))
 	for i, k := range keys {
 		out[i] = resp.BulkString(k)
-		if i%walkStep == walkStep-1 {
+		if i%walkRun == walkRun-1 {
 			walkYield()
 		}
 	}

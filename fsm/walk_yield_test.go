@@ -22,14 +22,14 @@ func countYields(t *testing.T) *int {
 }
 
 // TestSortYieldingBoundsWorkBetweenYields: sortYielding sorts, and between
-// two yields it compares at most a run's sort or a merge's walkStep
+// two yields it compares at most a run's sort or a merge's walkRun
 // elements, whatever the length: a sort of all the keys in one call held
 // the only processor of a cluster member for 300 ms (the event loop
 // waited for the runtime's 10 ms preemption again and again).
 func TestSortYieldingBoundsWorkBetweenYields(t *testing.T) {
-	step := walkStep
-	walkStep = 64
-	t.Cleanup(func() { walkStep = step })
+	run := walkRun
+	walkRun = 64
+	t.Cleanup(func() { walkRun = run })
 	since, most := 0, 0
 	old := walkYield
 	walkYield = func() { most, since = max(most, since), 0 }
@@ -51,7 +51,7 @@ func TestSortYieldingBoundsWorkBetweenYields(t *testing.T) {
 		}
 		// A run of 64 sorts in well under 64·64 comparisons; a merge
 		// compares once per element moved.
-		if most > walkStep*walkStep {
+		if most > walkRun*walkRun {
 			t.Fatalf("%d strings: %d comparisons without a yield", n, most)
 		}
 	}
@@ -63,9 +63,9 @@ func TestSortYieldingBoundsWorkBetweenYields(t *testing.T) {
 // bytes, yielding between them; the walk yields between its steps and
 // while it sorts, so that no stretch of its work holds the processor.
 func TestWalkKeysEncodedInPieces(t *testing.T) {
-	minKeys, step, piece := walkMinKeys, walkStep, walkPiece
-	walkMinKeys, walkStep, walkPiece = 50, 100, 1024
-	t.Cleanup(func() { walkMinKeys, walkStep, walkPiece = minKeys, step, piece })
+	minKeys, step, run, piece := walkMinKeys, walkStep, walkRun, walkPiece
+	walkMinKeys, walkStep, walkRun, walkPiece = 50, 100, 100, 1024
+	t.Cleanup(func() { walkMinKeys, walkStep, walkRun, walkPiece = minKeys, step, run, piece })
 	yields := countYields(t)
 	f := New(Options{})
 	now := int64(1_000_000)
