@@ -352,7 +352,10 @@ func cmdScan(c *Ctx, args [][]byte) resp.Reply {
 		c.db.scan = buildScanIndex(c.db)
 	}
 	c.db.scan.fresh(c.db)
-	var batch []scanEntry
+	// Sized up front: a full SCAN is a thousand calls or more, and their
+	// growing slices were most of what it allocated (the garbage collector
+	// then ran through it, stealing the loop's processor).
+	batch := make([]scanEntry, 0, min(count, 4096)+1)
 	next := uint64(0)
 	it := c.db.scan.iter(c.db, cursor)
 	for e, ok := it.next(); ok; e, ok = it.next() {
@@ -364,7 +367,7 @@ func cmdScan(c *Ctx, args [][]byte) resp.Reply {
 		batch = append(batch, e)
 	}
 
-	out := []resp.Reply{}
+	keys := batch[:0] // the keys answered, in place
 	for _, e := range batch {
 		if pat != nil && !stringMatch(pat, []byte(e.key), false) {
 			continue
@@ -376,12 +379,32 @@ func cmdScan(c *Ctx, args [][]byte) resp.Reply {
 		if typ != nil && !optEq(typ, v.Kind.String()) {
 			continue
 		}
-		out = append(out, resp.BulkString(e.key))
+		keys = append(keys, e)
 	}
-	return resp.ArrayReply(
-		resp.BulkString(strconv.FormatUint(next, 10)),
-		resp.ArrayReply(out...),
-	)
+	cur := strconv.FormatUint(next, 10)
+	if c.encoded {
+		// Encoded at once (Command.Encoded), the same bytes as below in
+		// every protocol: a full SCAN is a thousand calls or more, and a
+		// reply value and a copy per key were most of what it allocated.
+		size := 32 + len(cur)
+		for _, e := range keys {
+			size += len(e.key) + 24
+		}
+		b := make([]byte, 0, size)
+		b = append(strconv.AppendInt(append(b, "*2\r\n$"...), int64(len(cur)), 10), '\r', '\n')
+		b = append(append(b, cur...), "\r\n*"...)
+		b = append(strconv.AppendInt(b, int64(len(keys)), 10), '\r', '\n')
+		for _, e := range keys {
+			b = append(strconv.AppendInt(append(b, '$'), int64(len(e.key)), 10), '\r', '\n')
+			b = append(append(b, e.key...), '\r', '\n')
+		}
+		return resp.NewEncoded([][]byte{b})
+	}
+	out := make([]resp.Reply, len(keys))
+	for i, e := range keys {
+		out[i] = resp.BulkString(e.key)
+	}
+	return resp.ArrayReply(resp.BulkString(cur), resp.ArrayReply(out...))
 }
 
 // cmdRandomKey picks a live key deterministically: the one whose FNV-1a

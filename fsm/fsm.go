@@ -21,6 +21,12 @@ type Command struct {
 	// restrictions; what its scripts call is checked against that user's
 	// permissions as the state machine holds them (acl.go).
 	User string
+	// Encoded: the caller takes KEYS's reply over a large database
+	// (walk.go) and SCAN's already encoded (resp.Encoded, in pieces) and
+	// hands it to a client as it is. Never set where the reply's elements
+	// are read (EXEC, a server's own reads). Not part of an applied
+	// command.
+	Encoded bool
 }
 
 // Watch is a key version observed by WATCH. EXEC aborts when the key's
@@ -221,6 +227,7 @@ func (c *Ctx) run(cmd Command) Result {
 	}
 	c.selectDB(cmd.DB)
 	c.user = cmd.User
+	c.encoded = cmd.Encoded && len(cmd.Args) > 0 && optEq(cmd.Args[0], "scan")
 	if r, ok := c.oomRefusal(cmd); !ok {
 		return Result{Reply: r, DB: cmd.DB}
 	}
@@ -272,6 +279,9 @@ type Ctx struct {
 	// writeRefusal, on a read that runs a script while writes are refused
 	// (writesrefused.go), is the error a write call from it gets.
 	writeRefusal string
+	// encoded: the caller takes SCAN's reply encoded (Command.Encoded);
+	// only a SCAN sent by a client, never one a script calls.
+	encoded bool
 }
 
 func (c *Ctx) selectDB(i int) {

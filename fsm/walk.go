@@ -3,9 +3,13 @@ package fsm
 import (
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/deadbolt/deadbolt/internal/gctune"
 	"github.com/deadbolt/deadbolt/resp"
 )
 
@@ -34,6 +38,7 @@ import (
 var (
 	walkMinKeys = 1 << 15 // smaller databases are read in one step
 	walkStep    = 8192    // keys per step
+	walkRun     = 2048    // keys sorted, merged or listed between two yields
 )
 
 // Walk is a long read in progress: BeginWalk, then Run.
@@ -74,6 +79,9 @@ func (f *FSM) BeginWalk(now int64, cmd Command) *Walk {
 			w.pattern = p
 		}
 	}
+	if w.pattern == nil {
+		w.seen = make([]string, 0, ks.keys.len()) // not grown (and copied) step by step
+	}
 	ks.walks = append(ks.walks, w)
 	return w
 }
@@ -111,6 +119,12 @@ func (w *Walk) Run(mu sync.Locker) Result {
 		defer mu.Unlock() // a panic (a bug) leaves the lock free
 		f()
 	}
+	// No collection starts while the walk runs (gctune.Bulk): its garbage
+	// is a few slices of the keys' names, and on a node with one P the
+	// collector's mark worker held the P for 10-20 ms at a time, the event
+	// loop waiting (runtime/trace of a leader during KEYS over 1M keys: two
+	// to four mark phases of 260-590 ms per KEYS and SCAN).
+	defer gctune.Bulk()()
 	finished := false
 	defer func() {
 		if !finished { // a panic: the database forgets the walk
@@ -125,7 +139,7 @@ func (w *Walk) Run(mu sync.Locker) Result {
 		}
 		// Let the goroutines that waited for the lock, or for the only
 		// core (a cluster member may have one), run before the next step.
-		runtime.Gosched()
+		walkYield()
 	}
 	w.prepare()
 	locked(w.finish)
@@ -154,18 +168,101 @@ func (w *Walk) step() bool {
 	return done
 }
 
-// prepare orders what was seen, without the lock.
+// prepare orders what was seen, without the lock, yielding as it goes
+// (sortYielding): a single-core node's event loop runs between its pieces.
 func (w *Walk) prepare() {
-	slices.Sort(w.seen)
-	w.seen = slices.Compact(w.seen)
-	if !w.keys {
-		w.entries = make([]scanEntry, len(w.seen))
-		for i, k := range w.seen {
-			w.entries[i] = scanEntry{scanHash(k), k}
-		}
-		slices.SortFunc(w.entries, compareScan)
-		w.seen = nil
+	if w.keys {
+		w.seen = sortYielding(w.seen, strings.Compare)
+		w.seen = slices.Compact(w.seen)
+		return
 	}
+	w.entries = make([]scanEntry, len(w.seen))
+	for i, k := range w.seen {
+		w.entries[i] = scanEntry{scanHash(k), k}
+		if i%walkRun == walkRun-1 {
+			walkYield()
+		}
+	}
+	w.seen = nil
+	// A key seen twice (removed and created again meanwhile) sorts next
+	// to itself: equal hashes, equal names.
+	w.entries = sortYielding(w.entries, compareScan)
+	w.entries = slices.CompactFunc(w.entries, func(a, b scanEntry) bool { return a.key == b.key })
+}
+
+// walkYield lets other goroutines run (a variable for tests): parkWalk.
+var walkYield = parkWalk
+
+// lastPark is when a walk last parked (parkWalk), in Unix nanoseconds.
+var lastPark atomic.Int64
+
+// parkWalk yields the processor. Mostly it is runtime.Gosched, but at
+// most every walkParkEvery the walk sleeps briefly instead (a sleep under
+// a millisecond lasts about one when the P goes idle, since the poller
+// waits in whole milliseconds, so parking every millisecond doubled the
+// walk's time): a goroutine
+// that waits in the runtime's network poller (a cluster member's event
+// loop, between requests) is found by the scheduler only when a P has
+// nothing in its run queues, or by the runtime's monitor every 10 ms; a
+// walk that only called Gosched went straight back on the queue, and on a
+// member with one P the loop's PINGs waited for that monitor (runtime/trace
+// of a leader during KEYS: the loop runnable 10-30 ms at a time).
+func parkWalk() {
+	now := time.Now().UnixNano()
+	if last := lastPark.Load(); now-last < int64(walkParkEvery) && now >= last {
+		runtime.Gosched()
+		return
+	}
+	lastPark.Store(now)
+	time.Sleep(walkPark)
+}
+
+// How often a walk parks, and for how long (parkWalk).
+const (
+	walkParkEvery = 3 * time.Millisecond
+	walkPark      = 20 * time.Microsecond
+)
+
+// sortYielding sorts s by cmp without holding the processor for long: it
+// sorts runs of walkRun elements, then merges them pairwise, yielding
+// after each run and each walkRun elements merged. One slices.Sort of a
+// million keys ran 300 ms without a yield, and on a node with one P
+// (GOMAXPROCS=1, the cluster's members) the event loop and raft waited
+// for the runtime's 10 ms preemption over and over. It returns the sorted
+// elements, in s or in a buffer of the same length.
+func sortYielding[T any](s []T, cmp func(a, b T) int) []T {
+	n := len(s)
+	for lo := 0; lo < n; lo += walkRun {
+		slices.SortFunc(s[lo:min(lo+walkRun, n)], cmp)
+		walkYield()
+	}
+	if n <= walkRun {
+		return s
+	}
+	buf := make([]T, n)
+	moved := 0
+	for width := walkRun; width < n; width *= 2 {
+		for lo := 0; lo < n; lo += 2 * width {
+			mid, hi := min(lo+width, n), min(lo+2*width, n)
+			i, j := lo, mid
+			for o := lo; o < hi; o++ {
+				if j >= hi || i < mid && cmp(s[i], s[j]) <= 0 {
+					buf[o] = s[i]
+					i++
+				} else {
+					buf[o] = s[j]
+					j++
+				}
+				if moved++; moved == walkRun {
+					moved = 0
+					walkYield()
+				}
+			}
+		}
+		s, buf = buf, s
+	}
+	clear(buf) // the other copy holds no strings alive
+	return s
 }
 
 // finish ends the walk under the lock: it reads the touched keys as they
@@ -214,7 +311,12 @@ func (w *Walk) scanIndex() *scanIndex {
 	return x
 }
 
-// result builds the answer without the lock.
+// result builds the answer without the lock, yielding as it goes. For a
+// caller that takes it encoded (Command.Encoded) KEYS's reply is encoded
+// here, in pieces of about walkPiece bytes, the same bytes as the array
+// of bulk strings would be in every protocol: no reply value per key, no
+// copy of each name, no single buffer of the whole reply for the event
+// loop to copy, and a yield between pieces.
 func (w *Walk) result() Result {
 	if w.res != nil {
 		return *w.res
@@ -226,20 +328,61 @@ func (w *Walk) result() Result {
 			gone[k] = struct{}{}
 		}
 		for _, k := range w.add {
-			gone[k] = struct{}{} // added back below, once
+			gone[k] = struct{}{} // merged back below, once
 		}
-		keys = slices.DeleteFunc(keys, func(k string) bool { _, g := gone[k]; return g })
-		keys = append(keys, w.add...)
-		slices.SortFunc(keys, strings.Compare)
+		slices.Sort(w.add)
+		merged := make([]string, 0, len(keys)+len(w.add))
+		i := 0
+		for n, k := range keys {
+			if _, g := gone[k]; g {
+				continue
+			}
+			for i < len(w.add) && w.add[i] < k {
+				merged = append(merged, w.add[i])
+				i++
+			}
+			merged = append(merged, k)
+			if n%walkRun == walkRun-1 {
+				walkYield()
+			}
+		}
+		keys = append(merged, w.add[i:]...)
+	}
+	if w.cmd.Encoded {
+		return Result{Reply: resp.NewEncoded(encodeKeys(keys)), DB: w.cmd.DB}
 	}
 	out := make([]resp.Reply, len(keys))
 	for i, k := range keys {
 		out[i] = resp.BulkString(k)
-		if i%walkStep == walkStep-1 {
-			runtime.Gosched()
+		if i%walkRun == walkRun-1 {
+			walkYield()
 		}
 	}
 	return Result{Reply: resp.ArrayReply(out...), DB: w.cmd.DB}
+}
+
+// walkPiece is the size of the pieces an encoded KEYS reply is built in (a
+// variable for tests).
+var walkPiece = 64 << 10
+
+// encodeKeys encodes keys as an array of bulk strings in pieces of about
+// walkPiece bytes (a longer name takes a piece of its own size), yielding
+// after each piece.
+func encodeKeys(keys []string) [][]byte {
+	var pieces [][]byte
+	cur := make([]byte, 0, walkPiece)
+	cur = append(strconv.AppendInt(append(cur, '*'), int64(len(keys)), 10), '\r', '\n')
+	for _, k := range keys {
+		need := len(k) + 24 // "$", the length, two CRLFs
+		if len(cur) > 0 && len(cur)+need > walkPiece {
+			pieces = append(pieces, cur)
+			cur = make([]byte, 0, max(walkPiece, need))
+			walkYield()
+		}
+		cur = append(strconv.AppendInt(append(cur, '$'), int64(len(k)), 10), '\r', '\n')
+		cur = append(append(cur, k...), '\r', '\n')
+	}
+	return append(pieces, cur)
 }
 
 // walkTouched notes, for the walks of ks in progress, that key k was

@@ -10,9 +10,9 @@ import (
 // smallWalks makes every database of more than a few keys a long read,
 // walked a few keys at a time, for the test.
 func smallWalks(t *testing.T) {
-	minKeys, step := walkMinKeys, walkStep
-	walkMinKeys, walkStep = 50, 7
-	t.Cleanup(func() { walkMinKeys, walkStep = minKeys, step })
+	minKeys, step, run := walkMinKeys, walkStep, walkRun
+	walkMinKeys, walkStep, walkRun = 50, 7, 7
+	t.Cleanup(func() { walkMinKeys, walkStep, walkRun = minKeys, step, run })
 }
 
 // keysOf is a KEYS reply's keys.

@@ -30,6 +30,7 @@ const (
 	BigNumber             // (digits; RESP2: a bulk of the digits
 	Push                  // >n elements, out of band; RESP2: an array
 	Pairs                 // an array of arrays (member, score); RESP2 flattens them into one array
+	Encoded               // already encoded, the same in every protocol: Str, then each of Elems's Str (NewEncoded)
 )
 
 // ProtoMember is what AppendProto writes for another cluster member: RESP3,
@@ -61,6 +62,33 @@ var (
 	One      = Reply{Type: Int, Int: 1}
 	EmptyArr = Reply{Type: Array, Elems: []Reply{}}
 )
+
+// NewEncoded returns a reply already encoded in pieces (a long read's
+// reply, built without the lock and handed to the socket piece by piece):
+// pieces must hold one value whose encoding is the same in every
+// protocol (an array of bulk strings) and are not copied.
+func NewEncoded(pieces [][]byte) Reply {
+	r := Reply{Type: Encoded, Elems: make([]Reply, len(pieces))}
+	for i, p := range pieces {
+		r.Elems[i].Str = p
+	}
+	return r
+}
+
+// EncodedPieces returns the pieces of an Encoded reply, in order (its Str
+// first if not empty).
+func (r Reply) EncodedPieces() [][]byte {
+	out := make([][]byte, 0, len(r.Elems)+1)
+	if len(r.Str) > 0 {
+		out = append(out, r.Str)
+	}
+	for _, e := range r.Elems {
+		if len(e.Str) > 0 {
+			out = append(out, e.Str)
+		}
+	}
+	return out
+}
 
 // StatusReply returns a simple string reply.
 func StatusReply(s string) Reply { return Reply{Type: Status, Str: []byte(s)} }
@@ -167,6 +195,12 @@ func (r Reply) Append(dst []byte) []byte { return r.AppendProto(dst, 2) }
 // version proto (2 or 3) to dst.
 func (r Reply) AppendProto(dst []byte, proto int) []byte {
 	switch r.Type {
+	case Encoded:
+		dst = append(dst, r.Str...)
+		for _, e := range r.Elems {
+			dst = append(dst, e.Str...)
+		}
+		return dst
 	case Nil, NilArray:
 		if proto >= 3 && !(proto == ProtoMember && r.Type == NilArray) {
 			return append(dst, "_\r\n"...)

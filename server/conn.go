@@ -53,6 +53,11 @@ type conn struct {
 	held     []byte // messages that arrived meanwhile, written after EXEC's reply
 	dead     bool
 	lastUsed time.Time
+	// pieces: an encoded long reply (resp.Encoded) and what was in out
+	// before it, not yet taken for writing; they go before out. Only a
+	// plain connection of the event loop has them (streamsPieces).
+	pieces    [][]byte
+	piecesLen int // their bytes
 
 	wmu sync.Mutex // serialises writes to nc
 
@@ -168,7 +173,7 @@ func (c *conn) recoverCommand() {
 func (c *conn) outLen() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.out)
+	return len(c.out) + c.piecesLen
 }
 
 // touch records that a command arrived, for CLIENT LIST's idle time.
@@ -190,7 +195,7 @@ func (c *conn) shutdown() {
 func (c *conn) finish() {
 	c.mu.Lock()
 	c.dead = true
-	c.out = nil
+	c.out, c.pieces, c.piecesLen = nil, nil, 0
 	c.mu.Unlock()
 	c.srv.hub.unsubscribeAll(c)
 	c.srv.mu.Lock()
@@ -237,8 +242,28 @@ func (c *conn) reply(r resp.Reply) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock() // a reply that cannot be encoded panics: see recoverCommand
+	if r.Type == resp.Encoded && c.streamsPieces() {
+		// A long read's reply, encoded in pieces off the loop: the loop
+		// writes them as the socket takes them, without copying them
+		// into one buffer (loop_linux.go's write).
+		if len(c.out) > 0 {
+			c.pieces = append(c.pieces, c.out)
+			c.piecesLen += len(c.out)
+			c.out = nil
+		}
+		for _, p := range r.EncodedPieces() {
+			c.pieces = append(c.pieces, p)
+			c.piecesLen += len(p)
+		}
+		return
+	}
 	c.out = r.AppendProto(c.out, c.proto)
 }
+
+// streamsPieces reports whether the connection's output may hold pieces:
+// a plain (not TLS) connection of the event loop. Both are set before the
+// connection serves its first request and never change.
+func (c *conn) streamsPieces() bool { return c.lc.lp != nil && c.lc.tls == nil }
 
 // protocol returns the RESP version the connection speaks.
 func (c *conn) protocol() int {

@@ -218,6 +218,9 @@ func (c *conn) runKeyspace(spec *fsm.Spec, args [][]byte) {
 		}
 		res, err = c.srv.backend.Apply(context.Background(), cmd)
 	} else {
+		// A long read's reply may come encoded, in pieces (fsm.Walk),
+		// unless EXEC collects it.
+		cmd.Encoded = c.capture == nil && c.multi == nil
 		if c.lc.async && c.readerAsync() {
 			c.readAsync(cmd) // keyspaceReply comes with taskApplied
 			return

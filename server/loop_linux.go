@@ -690,22 +690,17 @@ func (l *eventLoop) write(c *conn) {
 		if !l.sealTLS(c) {
 			return
 		}
-	} else {
-		c.mu.Lock()
-		if lc.woff == len(lc.wbuf) {
-			lc.wbuf, c.out = c.out, lc.wbuf[:0]
-			lc.woff = 0
-		} else {
-			lc.wbuf = append(lc.wbuf, c.out...)
-			c.out = c.out[:0]
-		}
-		c.kicked = false
-		c.mu.Unlock()
 	}
+	piece := lc.tls == nil && l.takeOutput(c)
 	for lc.woff < len(lc.wbuf) {
 		n, errno := rawWrite(lc.fd, lc.wbuf[lc.woff:])
 		if n > 0 {
 			lc.woff += n
+			if lc.woff == len(lc.wbuf) && piece {
+				// A piece of a long reply is written: the next one, or
+				// the output queued behind the last.
+				piece = l.takeOutput(c)
+			}
 			continue
 		}
 		if errno == syscall.EINTR {
@@ -721,7 +716,7 @@ func (l *eventLoop) write(c *conn) {
 		}
 		lc.wantOut = true
 		lc.unsent.Store(int64(len(lc.wbuf) - lc.woff))
-		if len(lc.wbuf)-lc.woff > maxPendingOutput && !lc.throttled {
+		if len(lc.wbuf)-lc.woff+c.outLen() > maxPendingOutput && !lc.throttled {
 			// The client is not reading its replies: stop reading its
 			// requests until they drain, so it cannot make the server
 			// hold unbounded output.
@@ -751,6 +746,42 @@ func (l *eventLoop) write(c *conn) {
 		return
 	}
 	l.updateInterest(c)
+}
+
+// takeOutput moves c's queued output behind what the socket has not taken
+// yet, and reports whether wbuf holds a piece of a long reply or pieces
+// wait (conn.reply): write then calls it again once wbuf is written.
+// Pieces go first, one at a time and only once wbuf has drained: the loop
+// writes a reply of many megabytes as the socket takes it, never copying
+// it into one buffer, and serves other connections between its socket's
+// writable events. After the last piece comes the output queued behind it.
+func (l *eventLoop) takeOutput(c *conn) bool {
+	lc := &c.lc
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.kicked = false
+	switch {
+	case len(c.pieces) > 0:
+		if lc.woff < len(lc.wbuf) {
+			return true // the pieces follow what is in wbuf, and out them
+		}
+		p := c.pieces[0]
+		c.pieces[0] = nil
+		c.pieces = c.pieces[1:]
+		c.piecesLen -= len(p)
+		if len(c.pieces) == 0 {
+			c.pieces = nil
+		}
+		lc.wbuf, lc.woff = p, 0
+		return true
+	case lc.woff == len(lc.wbuf):
+		lc.wbuf, c.out = c.out, lc.wbuf[:0]
+		lc.woff = 0
+	default:
+		lc.wbuf = append(lc.wbuf, c.out...)
+		c.out = c.out[:0]
+	}
+	return false
 }
 
 // shrinkOutput is the size above which an emptied output buffer is
