@@ -15,15 +15,18 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/deadbolt/deadbolt/internal/chaos"
+	"github.com/deadbolt/deadbolt/internal/faultfs"
 )
 
 // Disk faults on real file systems. Each node's data directory lies on a
 // tmpfs of its own (mounted by the harness in its mount namespace, which
 // the nodes' `ip netns exec` inherits; it goes away with the harness even
 // if the harness is killed), so a ballast file really fills it. A failing
-// disk is the nodes' test-only --disk-fail-file: this kernel has no
-// device-mapper (no error/flakey targets), so the EIO is injected under
-// raftlog's fdatasync, above the file system. Damaged files are real bytes
+// disk is a FUSE loopback over that tmpfs whose fsyncs fail with EIO in
+// the kernel (diskfuse.go), or, without FUSE, the nodes' test-only
+// --disk-fail-file, which injects the EIO under raftlog's fdatasync, above
+// the file system: this kernel has no device-mapper (no error/flakey
+// targets). Damaged files are real bytes
 // flipped in, or cut from, a stopped node's files.
 //
 // What each nemesis checks while it runs (besides the run's own checks,
@@ -51,16 +54,18 @@ type diskFaults struct {
 	size int64 // bytes of each node's tmpfs; 0: none mounted
 
 	mu       sync.Mutex
-	mounted  []string         // mount points
-	ballast  map[*node]string // ballast files to remove at healing
-	expect   map[*node]string // nodes whose exit the harness caused, and why
-	refused  map[*node]string // nodes that refused to start over damage: repaired at healing
-	outcomes map[string]int   // corrupt-file: "kind started|refused" counts, for the report
+	mounted  []string              // mount points
+	ballast  map[*node]string      // ballast files to remove at healing
+	expect   map[*node]string      // nodes whose exit the harness caused, and why
+	refused  map[*node]string      // nodes that refused to start over damage: repaired at healing
+	outcomes map[string]int        // corrupt-file: "kind started|refused" counts, for the report
+	fuse     map[*node]*faultfs.FS // each node's loopback over its tmpfs (diskfuse.go)
+	noFUSE   string                // why there are none
 }
 
 func newDiskFaults(size int64) *diskFaults {
 	return &diskFaults{size: size, ballast: map[*node]string{}, expect: map[*node]string{},
-		refused: map[*node]string{}, outcomes: map[string]int{}}
+		refused: map[*node]string{}, outcomes: map[string]int{}, fuse: map[*node]*faultfs.FS{}}
 }
 
 // expected says why n's exit is the harness's doing ("" if it is not).
@@ -105,6 +110,21 @@ func (h *harness) mountDisks() error {
 		d.mounted = append(d.mounted, mp)
 		d.mu.Unlock()
 		n.dataDir = filepath.Join(mp, "data")
+		if d.noFUSE == "" {
+			if err := h.mountFUSE(n, mp); err != nil {
+				d.noFUSE = err.Error()
+				h.logf("no FUSE loopback under the data directories (disk-eio uses --disk-fail-file): %v", err)
+			}
+		}
+	}
+	if d.noFUSE != "" {
+		// All or none: a node with a loopback keeps its data behind it.
+		for _, n := range h.db.nodes {
+			if d.fuseOf(n) != nil {
+				n.dataDir = filepath.Join(n.dir, "disk", "data")
+			}
+		}
+		h.unmountFUSE()
 	}
 	return nil
 }
@@ -119,6 +139,7 @@ func (h *harness) unmountDisks() {
 	for _, n := range h.db.nodes {
 		n.kill(syscall.SIGKILL)
 	}
+	h.unmountFUSE()
 	d.mu.Lock()
 	mounted := d.mounted
 	d.mounted = nil
@@ -142,7 +163,7 @@ var diskNemeses = []nemesis{
 		start: upgraded(func(ctx context.Context, h *harness) (string, error) { return h.diskFull(ctx, false) })},
 	{name: "disk-full-all", what: "fill every node's data file system at once (each to the last byte or to 1 MiB free); writes must get MISCONF, reads answer", class: "disk-full",
 		start: upgraded(func(ctx context.Context, h *harness) (string, error) { return h.diskFull(ctx, true) })},
-	{name: "disk-eio", what: "a node's next log sync fails with EIO (--disk-fail-file: no device-mapper here); it must exit 1 naming the file; healing restarts it on a working disk", class: "io-error",
+	{name: "disk-eio", what: "a node's next log sync fails with EIO (the kernel's, through a FUSE loopback under its data directory; without FUSE, --disk-fail-file; no device-mapper here); it must exit 1 naming the file; healing restarts it on a working disk", class: "io-error",
 		start: upgraded(func(ctx context.Context, h *harness) (string, error) { return h.diskEIO(ctx) })},
 	{name: "corrupt-file", what: "stop a node, flip bytes in or cut one of its files (log segment tail or middle, stable file, log meta, newest snapshot), restart it: it repairs itself or refuses naming the file; healing repairs a refused one (RAFT REMOVE, wipe, --join)", class: "corrupt-log corrupt-stable corrupt-snapshot",
 		start: upgraded(func(ctx context.Context, h *harness) (string, error) { return h.corruptFile(ctx) })},
@@ -363,8 +384,14 @@ func (h *harness) diskEIO(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%s is not running", n.id)
 	}
 	h.disk.setExpect(n, "its disk fails (disk-eio)")
-	if err := os.WriteFile(n.failFile, nil, 0o644); err != nil {
-		return "", err
+	how := "FUSE: the kernel's EIO"
+	if f := h.disk.fuseOf(n); f != nil {
+		f.FailSync(segments)
+	} else {
+		how = "--disk-fail-file"
+		if err := os.WriteFile(n.failFile, nil, 0o644); err != nil {
+			return "", err
+		}
 	}
 	role := "follower"
 	if n == l {
@@ -375,7 +402,7 @@ func (h *harness) diskEIO(ctx context.Context) (string, error) {
 	case <-done:
 	case <-time.After(limit):
 		h.violation(chaos.Violation{Check: "disk-eio", Detail: fmt.Sprintf("%s (%s) still runs %v after its log syncs began to fail", n.id, role, limit)})
-		return fmt.Sprintf("%s's (%s) syncs fail; it did not stop", n.id, role), nil
+		return fmt.Sprintf("%s's (%s) syncs fail (%s); it did not stop", n.id, role, how), nil
 	}
 	code := cmd.ProcessState.ExitCode()
 	out := lastStart(n.logf)
@@ -383,7 +410,7 @@ func (h *harness) diskEIO(ctx context.Context) (string, error) {
 	if !ok {
 		h.violation(chaos.Violation{Check: "disk-eio", Detail: fmt.Sprintf("%s exited %d after its syncs failed, want 1 with a message naming a file of %s and the I/O error (see %s)", n.id, code, n.dataDir, n.logf)})
 	}
-	return fmt.Sprintf("%s's (%s) log syncs fail with EIO: exited %d, %s", n.id, role, code, trim(strings.ReplaceAll(failLine(out, n.dataDir), n.dataDir+"/", ""), 160)), nil
+	return fmt.Sprintf("%s's (%s) log syncs fail with EIO (%s): exited %d, %s", n.id, role, how, code, trim(strings.ReplaceAll(failLine(out, n.dataDir), n.dataDir+"/", ""), 160)), nil
 }
 
 // lastStart is what n's log holds since the harness last started it.
@@ -436,6 +463,7 @@ func (h *harness) healDisks(ctx context.Context) []string {
 			errs = append(errs, err.Error())
 		}
 	}
+	d.clearFUSE()
 	for _, n := range h.db.nodes {
 		if err := os.Remove(n.failFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err.Error())
