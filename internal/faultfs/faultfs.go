@@ -10,6 +10,13 @@
 // kernel has no device-mapper, but it has FUSE.
 //
 // Directory syncs (FSYNCDIR) pass through: the faults are on files.
+//
+// The file system is served by the process that mounts it. That process
+// should not keep files of its own open on it when it may be killed: the
+// kernel asks the (dying) server to flush them at exit, and the process
+// hangs as a zombie until the connection is aborted
+// (/sys/fs/fuse/connections/N/abort). Other processes' files are safe: a
+// dead server's requests fail with ENOTCONN.
 package faultfs
 
 import (
