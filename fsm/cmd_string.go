@@ -334,6 +334,12 @@ func cmdMSet(c *Ctx, args [][]byte) resp.Reply {
 		}
 	}
 	for j := 1; j < len(args); j += 2 {
+		if !nx {
+			// As Redis's setKey: an expired key goes first ("expired"),
+			// so that the new one is new (a "new" event, and a walk in
+			// progress learns of it: walkTouched).
+			c.lookup(args[j])
+		}
 		c.put(args[j], newString(args[j+1]))
 		c.notify(notifyString, "set", args[j])
 	}

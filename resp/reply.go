@@ -66,7 +66,10 @@ var (
 // NewEncoded returns a reply already encoded in pieces (a long read's
 // reply, built without the lock and handed to the socket piece by piece):
 // pieces must hold one value whose encoding is the same in every
-// protocol (an array of bulk strings) and are not copied.
+// protocol (an array of bulk strings) and are not copied: they pass to
+// whoever writes the reply, who may reuse their memory once written (a
+// connection's event loop does), so they must be fresh, shared with no
+// one and never cached.
 func NewEncoded(pieces [][]byte) Reply {
 	r := Reply{Type: Encoded, Elems: make([]Reply, len(pieces))}
 	for i, p := range pieces {

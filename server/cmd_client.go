@@ -387,7 +387,7 @@ func (s *Server) clientLine(o, self *conn, args [][]byte) string {
 	uname := o.userName()
 	idle := now.Sub(o.lastUsed)
 	sub, psub, ssub := len(o.subs[subChannel]), len(o.subs[subPattern]), len(o.subs[subShard])
-	omem := len(o.out) + int(o.lc.unsent.Load())
+	omem := len(o.out) + o.piecesLen + int(o.lc.unsent.Load())
 	v := o.adm.view
 	o.mu.Unlock()
 	qbuf, argvMem := 0, 0

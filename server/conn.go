@@ -308,7 +308,7 @@ func (c *conn) push(f *frame) bool {
 	} else {
 		c.out = append(c.out, msg...)
 	}
-	if len(c.out)+len(c.held) > c.srv.pubsubOutputLimit() {
+	if len(c.out)+c.piecesLen+len(c.held) > c.srv.pubsubOutputLimit() {
 		c.dead = true
 		c.out = nil
 		c.mu.Unlock()

@@ -4,82 +4,19 @@ package server
 
 import (
 	"bytes"
+	"io"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/deadbolt/deadbolt/resp"
+	"github.com/deadbolt/deadbolt/internal/testcerts"
 )
 
-// TestEncodedReplyQueuedInPieces: an encoded long reply (resp.Encoded,
-// a walked KEYS's) is queued on an event-loop connection as its pieces,
-// not copied into one buffer, behind the output before it and ahead of
-// the output after it; the loop takes one piece at a time, each once the
-// previous one has gone to the socket. A TLS connection (no pieces) gets
-// the same bytes concatenated.
-func TestEncodedReplyQueuedInPieces(t *testing.T) {
-	pieces := [][]byte{[]byte("*3\r\n$1\r\na\r\n"), []byte("$1\r\nb\r\n"), []byte("$1\r\nc\r\n")}
-	l := &eventLoop{}
-	c := &conn{proto: 2, lc: loopConn{lp: l}}
-	c.reply(resp.OK)
-	c.reply(resp.NewEncoded(pieces))
-	c.reply(resp.StatusReply("PONG"))
-	if len(c.pieces) != 4 || string(c.pieces[0]) != "+OK\r\n" || string(c.out) != "+PONG\r\n" {
-		t.Fatalf("queued pieces %q, then out %q", c.pieces, c.out)
-	}
-	for i, p := range pieces {
-		if &c.pieces[i+1][0] != &p[0] {
-			t.Fatalf("piece %d was copied", i)
-		}
-	}
-	if want := len("+OK\r\n") + len("*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"); c.outLen() != want+len("+PONG\r\n") {
-		t.Fatalf("outLen %d", c.outLen())
-	}
-	var written []byte
-	piece := l.takeOutput(c) // "+OK": out before the pieces
-	for round := 0; len(c.lc.wbuf) > c.lc.woff; round++ {
-		if round >= 1 && round <= len(pieces) && (!piece || &c.lc.wbuf[0] != &pieces[round-1][0]) {
-			t.Fatalf("round %d writes %q, not piece %d", round, c.lc.wbuf, round-1)
-		}
-		// The socket takes part of wbuf, then is full; when it is
-		// writable again, write takes output anew: wbuf stays, and the
-		// pieces after it still wait (after the last piece, out may
-		// join it).
-		half := c.lc.woff + (len(c.lc.wbuf)-c.lc.woff)/2
-		written = append(written, c.lc.wbuf[c.lc.woff:half]...)
-		c.lc.woff = half
-		before := &c.lc.wbuf[0]
-		if again := l.takeOutput(c); again != (round < len(pieces)) || again && &c.lc.wbuf[0] != before {
-			t.Fatalf("round %d: taking output again with wbuf half written: reports %v, wbuf %q", round, again, c.lc.wbuf)
-		}
-		written = append(written, c.lc.wbuf[c.lc.woff:]...)
-		c.lc.woff = len(c.lc.wbuf)
-		piece = l.takeOutput(c)
-	}
-	if want := "+OK\r\n*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n+PONG\r\n"; string(written) != want {
-		t.Fatalf("wrote %q, want %q", written, want)
-	}
-	if c.outLen() != 0 || c.pieces != nil {
-		t.Fatalf("left %d bytes, pieces %q", c.outLen(), c.pieces)
-	}
-
-	plain := &conn{proto: 2} // no loop: one buffer, the same bytes
-	plain.reply(resp.NewEncoded(pieces))
-	if string(plain.out) != "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n" || plain.pieces != nil {
-		t.Fatalf("without a loop: out %q, pieces %q", plain.out, plain.pieces)
-	}
-}
-
-// TestLongKeysReplyBytes: KEYS * over a database walked in steps, sent in
-// one write with a PING after it, answers over RESP2 and RESP3 exactly the
-// bytes of the sorted keys' array, then PONG, as a KEYS in one step would.
-// The reply (12 MB) is more than the socket takes at once: the loop goes
-// on with the next piece when the socket is writable again.
-func TestLongKeysReplyBytes(t *testing.T) {
-	s := newTestServer(t)
+func reviewLoad(t *testing.T, s *testServer, n int) string {
 	c := dial(t, s.addr)
-	const n = 40_000 // above fsm's walk threshold
 	keys := make([]string, n)
 	var load strings.Builder
 	for i := range keys {
@@ -98,15 +35,200 @@ func TestLongKeysReplyBytes(t *testing.T) {
 	for _, k := range keys {
 		want.WriteString("$" + strconv.Itoa(len(k)) + "\r\n" + k + "\r\n")
 	}
+	return want.String()
+}
+
+// A RESP3 subscriber runs KEYS * + PING + GET, reading slowly, while
+// messages are published to it: each reply whole, in order, messages
+// between replies, all of them.
+func TestLongReplyKeysPiecesWithPushesSlowReader(t *testing.T) {
+	s := newTestServer(t)
+	want := reviewLoad(t, s, 40_000)
+	a := dial(t, s.addr)
+	// default buffers: the reply is larger than the socket takes
+	a.send("HELLO", "3")
+	a.readRaw()
+	a.send("SUBSCRIBE", "ch")
+	a.readRaw()
+	b := dial(t, s.addr)
+	for round := 0; round < 3; round++ {
+		a.write(encode("KEYS", "*") + encode("PING") + encode("GET", "nosuch"))
+		const msgs = 300
+		for i := 0; i < msgs; i++ {
+			b.send("PUBLISH", "ch", "m"+strconv.Itoa(i))
+			b.readRaw()
+			if i%50 == 0 {
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+		got := []string{}
+		next := 0
+		for len(got) < 3 || next < msgs {
+			r := a.readRaw()
+			if strings.HasPrefix(r, ">3\r\n$7\r\nmessage\r\n") {
+				m := "m" + strconv.Itoa(next)
+				if !strings.HasSuffix(r, "$"+strconv.Itoa(len(m))+"\r\n"+m+"\r\n") {
+					t.Fatalf("round %d: message %d out of order: %q", round, next, r)
+				}
+				next++
+				continue
+			}
+			got = append(got, r)
+			time.Sleep(time.Millisecond / 10)
+		}
+		if got[0] != want {
+			t.Fatalf("round %d: KEYS reply differs (%d bytes, want %d)", round, len(got[0]), len(want))
+		}
+		if got[1] != "+PONG\r\n" || got[2] != "_\r\n" {
+			t.Fatalf("round %d: then %q", round, got[1:])
+		}
+	}
+}
+
+// KEYS * then QUIT in one write: the whole reply, +OK, then EOF.
+func TestLongReplyKeysThenQuit(t *testing.T) {
+	s := newTestServer(t)
+	want := reviewLoad(t, s, 40_000)
 	for _, proto := range []string{"2", "3"} {
-		c.send("HELLO", proto)
-		c.readRaw()
-		c.write(encode("KEYS", "*") + encode("PING"))
-		if got := c.readRaw(); got != want.String() {
-			t.Fatalf("RESP%s: KEYS * answered %d bytes, want %d", proto, len(got), want.Len())
+		a := dial(t, s.addr)
+		// default buffers: the reply is larger than the socket takes
+		a.send("HELLO", proto)
+		a.readRaw()
+		a.write(encode("KEYS", "*") + encode("PING") + encode("QUIT"))
+		time.Sleep(200 * time.Millisecond)
+		if got := a.readRaw(); got != want {
+			t.Fatalf("RESP%s: KEYS %d bytes, want %d", proto, len(got), len(want))
 		}
-		if got := c.readRaw(); got != "+PONG\r\n" {
-			t.Fatalf("RESP%s: then %q, want PONG", proto, got)
+		if got := a.readRaw(); got != "+PONG\r\n" {
+			t.Fatalf("PING: %q", got)
 		}
+		if got := a.readRaw(); got != "+OK\r\n" {
+			t.Fatalf("QUIT: %q", got)
+		}
+		a.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := a.rd.Read(make([]byte, 1)); err != io.EOF {
+			t.Fatalf("after QUIT: %d %v", n, err)
+		}
+	}
+}
+
+// Half-close after KEYS (redis-cli < file, nc -q): everything is
+// written before the server closes.
+func TestLongReplyKeysThenEOF(t *testing.T) {
+	s := newTestServer(t)
+	want := reviewLoad(t, s, 40_000)
+	a := dial(t, s.addr)
+	// default buffers: the reply is larger than the socket takes
+	a.write(encode("KEYS", "*") + encode("PING") + encode("KEYS", "*") + encode("PING"))
+	a.nc.(*net.TCPConn).CloseWrite()
+	time.Sleep(300 * time.Millisecond)
+	for i := 0; i < 2; i++ {
+		if got := a.readRaw(); got != want {
+			t.Fatalf("KEYS %d: %d bytes, want %d", i, len(got), len(want))
+		}
+		if got := a.readRaw(); got != "+PONG\r\n" {
+			t.Fatalf("PING: %q", got)
+		}
+	}
+}
+
+// The client goes away mid-reply; the server is fine after.
+func TestLongReplyKeysClientGone(t *testing.T) {
+	s := newTestServer(t)
+	reviewLoad(t, s, 40_000)
+	for i := 0; i < 5; i++ {
+		a := dial(t, s.addr)
+		// default buffers: the reply is larger than the socket takes
+		a.write(encode("KEYS", "*") + encode("PING"))
+		buf := make([]byte, 100)
+		io.ReadFull(a.rd, buf)
+		a.nc.Close()
+	}
+	b := dial(t, s.addr)
+	b.send("PING")
+	if got := b.readRaw(); got != "+PONG\r\n" {
+		t.Fatalf("%q", got)
+	}
+}
+
+// CLIENT LIST's omem for a client that has not read its KEYS reply.
+func TestLongReplyOmemCountsPieces(t *testing.T) {
+	s := newTestServer(t)
+	want := reviewLoad(t, s, 40_000)
+	a := dial(t, s.addr)
+	a.send("CLIENT", "SETNAME", "slow")
+	a.readRaw()
+	a.write(encode("KEYS", "*"))
+	time.Sleep(500 * time.Millisecond)
+	b := dial(t, s.addr)
+	b.send("CLIENT", "LIST")
+	list := b.readRaw()
+	for _, line := range strings.Split(list, "\n") {
+		if strings.Contains(line, "name=slow") {
+			i := strings.Index(line, " omem=")
+			f := strings.Fields(line[i:])[0]
+			n, _ := strconv.Atoi(strings.TrimPrefix(f, "omem="))
+			t.Logf("reply %d bytes; %s", len(want), f)
+			if n < len(want)/2 {
+				t.Errorf("omem %d for %d bytes unread (socket buffers take a few MB at most)", n, len(want))
+			}
+		}
+	}
+	if got := a.readRaw(); got != want {
+		t.Fatal("KEYS differs")
+	}
+}
+
+// The same pipeline over TLS (loop) and over a goroutine connection.
+func TestLongReplyKeysTLSAndNoLoop(t *testing.T) {
+	certs := testcerts.Make(t)
+	ts := newTLSServer(t, certs, "no")
+	want := ""
+	{
+		cfg := certs.ClientConfig(t, "", "")
+		c, err := dialTLS(t, ts.addr, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 40_000
+		var load strings.Builder
+		for i := 0; i < n; i++ {
+			load.WriteString(encode("SET", "key:"+strconv.Itoa(i)+":"+strings.Repeat("k", 300), "v"))
+		}
+		c.write(load.String())
+		for i := 0; i < n; i++ {
+			c.readRaw()
+		}
+		for _, proto := range []string{"2", "3"} {
+			c.send("HELLO", proto)
+			c.readRaw()
+			c.write(encode("KEYS", "*") + encode("PING"))
+			got := c.readRaw()
+			if want == "" {
+				want = got
+			}
+			if got != want || !strings.HasPrefix(got, "*40000\r\n") {
+				t.Fatalf("TLS RESP%s: %d bytes", proto, len(got))
+			}
+			if p := c.readRaw(); p != "+PONG\r\n" {
+				t.Fatalf("TLS: %q", p)
+			}
+		}
+	}
+	s := newTestServer(t)
+	s.mu.Lock()
+	s.noLoop = true
+	s.mu.Unlock()
+	w2 := reviewLoad(t, s, 40_000)
+	if w2 != want {
+		t.Fatalf("TLS reply differs from the expected bytes")
+	}
+	c := dial(t, s.addr)
+	c.write(encode("KEYS", "*") + encode("PING"))
+	if got := c.readRaw(); got != want {
+		t.Fatalf("noLoop: %d bytes", len(got))
+	}
+	if p := c.readRaw(); p != "+PONG\r\n" {
+		t.Fatalf("noLoop: %q", p)
 	}
 }

@@ -710,7 +710,7 @@ func (l *eventLoop) write(c *conn) {
 			l.close(c)
 			return
 		}
-		if len(lc.wbuf)-lc.woff > c.srv.pubsubOutputLimit() && c.subscribed() {
+		if len(lc.wbuf)-lc.woff+c.outLen() > c.srv.pubsubOutputLimit() && c.subscribed() {
 			l.close(c) // a subscriber that does not read its messages
 			return
 		}
