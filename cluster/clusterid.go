@@ -51,7 +51,9 @@ import (
 //     --preserve-downgrade, and only on that clean end of stream right
 //     after the hello, the dialer takes the peer for an older build, dials
 //     again without the hello, and does so for that address for
-//     olderPeerFor. Any other failure is a failed dial, as before.
+//     olderPeerFor, or until such a connection ends before any answer
+//     (olderConn: the peer runs this build again). Any other failure is a
+//     failed dial.
 
 const (
 	clusterIDFile     = "cluster.id"
@@ -246,6 +248,37 @@ func (h *clusterHello) isOlder(addr string) bool {
 	return ok
 }
 
+func (h *clusterHello) forgetOlder(addr string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.older, addr)
+}
+
+// olderConn is a connection dialed without the hello to an address taken
+// for an older build. An older build never closes such a connection
+// before it answers; if it ends before a byte came back, the peer may run
+// this build again (a node of this build without --preserve-downgrade
+// refuses it), so the next dial sends the hello.
+type olderConn struct {
+	net.Conn
+	h    *clusterHello
+	addr string
+	got  bool // a byte was read
+}
+
+func (o *olderConn) Read(b []byte) (int, error) {
+	n, err := o.Conn.Read(b)
+	if n > 0 {
+		o.got = true
+	} else if err != nil && !o.got {
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			o.h.forgetOlder(o.addr)
+		}
+	}
+	return n, err
+}
+
 func (h *clusterHello) markOlder(addr string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -281,9 +314,6 @@ func (h *clusterHello) record(addr, id string) {
 // peer ended the stream right after the hello without an answer (an
 // older build): the caller dials again without the hello.
 func (h *clusterHello) client(c net.Conn, addr string, timeout time.Duration) (older bool, err error) {
-	if h.preserve && h.isOlder(addr) {
-		return false, nil
-	}
 	own := h.own()
 	c.SetDeadline(time.Now().Add(timeout))
 	defer c.SetDeadline(time.Time{})

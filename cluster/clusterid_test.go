@@ -164,6 +164,9 @@ type olderStandIn struct {
 	ln     net.Listener
 	firsts chan byte
 	reset  atomic.Bool
+	// closeNoHello: close a connection without the hello at once, as a
+	// node of this build without --preserve-downgrade does.
+	closeNoHello atomic.Bool
 }
 
 func newOlderStandIn(t *testing.T) *olderStandIn {
@@ -191,7 +194,7 @@ func newOlderStandIn(t *testing.T) *olderStandIn {
 					c.(*net.TCPConn).SetLinger(0)
 					return
 				}
-				if b[0] != clusterHelloMagic {
+				if b[0] != clusterHelloMagic && !o.closeNoHello.Load() {
 					c.Write(b[:1])
 				}
 			}(c)
@@ -201,6 +204,17 @@ func newOlderStandIn(t *testing.T) *olderStandIn {
 }
 
 func (o *olderStandIn) addr() raft.ServerAddress { return raft.ServerAddress(o.ln.Addr().String()) }
+
+// first is the first byte of the stand-in's next connection; 0 if none
+// came within 5 s.
+func (o *olderStandIn) first() byte {
+	select {
+	case b := <-o.firsts:
+		return b
+	case <-time.After(5 * time.Second):
+		return 0
+	}
+}
 
 // helloDialer is a demuxStream that dials only, as a node with id id.
 func helloDialer(t *testing.T, id string, preserve bool) *demuxStream {
@@ -255,7 +269,7 @@ func TestClusterHelloOlderPeers(t *testing.T) {
 	if _, err := conn.Read(echo[:]); err != nil || echo[0] != 7 {
 		t.Fatalf("the second connection to the older build: %v %v", echo, err)
 	}
-	if f1, f2 := <-o.firsts, <-o.firsts; f1 != clusterHelloMagic || f2 != 7 {
+	if f1, f2 := o.first(), o.first(); f1 != clusterHelloMagic || f2 != 7 {
 		t.Fatalf("first bytes %#x %#x, want the hello then the connection's own", f1, f2)
 	}
 	// And for a while it dials that address without the hello.
@@ -264,10 +278,34 @@ func TestClusterHelloOlderPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn2.Write([]byte{9})
-	if f := <-o.firsts; f != 9 {
+	if f := o.first(); f != 9 {
 		t.Fatalf("a later dial sent %#x first, want the connection's own byte", f)
 	}
 	conn2.Close()
+	// The peer runs this build again, without the flag: it closes a
+	// connection without the hello before answering. The next dial sends
+	// the hello again (before, it waited out olderPeerFor: a minute in
+	// which the node received no log).
+	o.closeNoHello.Store(true)
+	conn3, err := d.Dial(o.addr(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn3.Write([]byte{11})
+	if f := o.first(); f != 11 {
+		t.Fatalf("a later dial sent %#x first, want the connection's own byte", f)
+	}
+	if n, err := conn3.Read(echo[:]); n != 0 || err == nil {
+		t.Fatalf("the peer answered a connection it closes: %d %v", n, err)
+	}
+	conn3.Close()
+	o.closeNoHello.Store(false)
+	if conn4, err := d.Dial(o.addr(), 5*time.Second); err == nil {
+		conn4.Close()
+	}
+	if f := o.first(); f != clusterHelloMagic {
+		t.Fatalf("after a connection without the hello ended unanswered the dial sent %#x first, want the hello", f)
+	}
 
 	// Without the flag: no fallback.
 	strict := helloDialer(t, id, false)
@@ -276,7 +314,7 @@ func TestClusterHelloOlderPeers(t *testing.T) {
 			c.Close()
 			t.Fatal("without --preserve-downgrade a peer that closed at the hello was dialed again without it")
 		}
-		if f := <-o.firsts; f != clusterHelloMagic {
+		if f := o.first(); f != clusterHelloMagic {
 			t.Fatalf("dial %d without the flag sent %#x first, want the hello", i, f)
 		}
 	}
@@ -293,16 +331,16 @@ func TestClusterHelloTransientFailureKeepsHello(t *testing.T) {
 	if c, err := d.Dial(o.addr(), 5*time.Second); err == nil {
 		c.Write([]byte{5})
 		c.Close()
-		if f1, f2 := <-o.firsts, <-o.firsts; f2 != clusterHelloMagic {
+		if f1, f2 := o.first(), o.first(); f2 != clusterHelloMagic {
 			t.Fatalf("after a reset at the hello the dialer dialed again without it (first bytes %#x then %#x)", f1, f2)
 		}
 	}
-	<-o.firsts
+	o.first()
 	c, _ := d.Dial(o.addr(), 5*time.Second)
 	if c != nil {
 		c.Close()
 	}
-	if f := <-o.firsts; f != clusterHelloMagic {
+	if f := o.first(); f != clusterHelloMagic {
 		t.Fatalf("the dial after a reset sent %#x first, want the hello", f)
 	}
 }

@@ -144,11 +144,18 @@ func (d *demuxStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	older, err := d.hello.client(c, string(addr), timeout)
+	h := d.hello
+	if h.preserve && h.isOlder(string(addr)) {
+		return &olderConn{Conn: c, h: h, addr: string(addr)}, nil
+	}
+	older, err := h.client(c, string(addr), timeout)
 	if err != nil {
 		c.Close()
 		if older { // an older build closed it: again, without the hello
-			return d.dialAuth(addr, timeout)
+			if c, err = d.dialAuth(addr, timeout); err != nil {
+				return nil, err
+			}
+			return &olderConn{Conn: c, h: h, addr: string(addr)}, nil
 		}
 		return nil, err
 	}
