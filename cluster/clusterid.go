@@ -36,16 +36,24 @@ import (
 //     --preserve-downgrade need nothing more (an older build applies
 //     __clusterid as an unknown command: a reply, no change).
 //   - The members' handshake carries it (after PeerAuth, before the
-//     connection's first byte): the dialer sends clusterHelloMagic, the
-//     id's length and the id; the acceptor answers the same with its own
-//     id, and each side refuses the connection if both have an id and
-//     they differ, with a log line naming its data directory and both
-//     ids. A node that knows no id yet (a new member before it has
-//     learned one, a node on an older build) sends no hello and is
-//     accepted, as before. An older acceptor hands the unknown first byte
-//     to raft, which closes the connection without an answer: the dialer
-//     then takes the peer for an older build, dials again without the
-//     hello, and does so for that address for olderPeerFor.
+//     connection's first byte): the dialer always sends clusterHelloMagic,
+//     the id's length and the id (length 0 while it knows none); the
+//     acceptor answers the same with its own id, and each side refuses the
+//     connection if both have an id and they differ, with a log line
+//     naming its data directory and both ids. The dialer keeps each
+//     peer's answer (seen): a leader takes its voters' ids before it
+//     proposes one (clusterid_leader.go).
+//   - A connection with no hello at all comes from an older build. With
+//     --preserve-downgrade (members on an older build may be in the
+//     cluster) it is accepted; without, an acceptor that knows its id
+//     refuses it. An older acceptor hands the unknown first byte to raft,
+//     which closes the connection without an answer: with
+//     --preserve-downgrade, and only on that clean end of stream right
+//     after the hello, the dialer takes the peer for an older build, dials
+//     again without the hello, and does so for that address for
+//     olderPeerFor, or until such a connection ends before any answer
+//     (olderConn: the peer runs this build again). Any other failure is a
+//     failed dial.
 
 const (
 	clusterIDFile     = "cluster.id"
@@ -131,8 +139,10 @@ func (n *Node) ClusterID() string {
 
 // adoptClusterID is told the replicated cluster id (raftFSM, after it is
 // applied or restored): a node that knew none keeps it, in its data
-// directory too. One that knew another says so loudly and keeps its own:
-// its handshake refuses the members of the other.
+// directory too. Once an id is committed the log is the authority: a node
+// whose data directory names another (a directory from another cluster,
+// or one that kept an id the cluster never committed) refuses to serve,
+// naming its data directory and both ids (refuseClusterID).
 func (n *Node) adoptClusterID(id string) {
 	n.cidMu.Lock()
 	defer n.cidMu.Unlock()
@@ -140,8 +150,8 @@ func (n *Node) adoptClusterID(id string) {
 	case id == "" || cur == id:
 		return
 	case cur != "":
-		n.cfg.Logger.Error("cluster: the log holds another cluster id than this node's data directory", "id", n.cfg.ID,
-			"dir", n.cfg.DataDir, "cluster_id", cur, "log_cluster_id", id)
+		n.refuseClusterID(fmt.Errorf("cluster: the log holds cluster id %s, and this node's data directory %s names cluster %s (%s): the directory belongs to another cluster, or kept an id this cluster never took; the node stops. Give it an empty data directory and add it with --join",
+			id, n.cfg.DataDir, cur, filepath.Join(n.cfg.DataDir, clusterIDFile)))
 		return
 	}
 	if n.cfg.DataDir != "" {
@@ -153,40 +163,21 @@ func (n *Node) adoptClusterID(id string) {
 	n.cfg.Logger.Info("cluster: cluster id", "id", n.cfg.ID, "cluster_id", id)
 }
 
-// ensureClusterID runs on a leader once it is ready, each term: a cluster
-// without an id gets one, and one with an id has it proposed again, which
-// changes nothing where the state holds it (the first applied wins) and
-// gives it back to a node whose state lost it (restored from a snapshot
-// written with --preserve-downgrade, at version 2). Not with the flag:
-// members on an older build may be in the cluster, which would not keep
-// it, so a cluster being upgraded gets its id once the flag is dropped,
-// when every member runs this build.
-func (n *Node) ensureClusterID() {
-	if n.cfg.PreserveDowngrade {
-		return
-	}
-	n.fsm.mu.Lock()
-	id := n.state.ClusterID()
-	n.fsm.mu.Unlock()
-	if id == "" {
-		id = n.ClusterID() // the data directory's, if the state lost it
-	}
-	if id == "" {
-		id = newClusterID()
-	}
-	n.proposeInternal(fsm.ClusterIDCommand(id))
-}
-
 // clusterHello is the members' handshake for the cluster id, on a
 // connection that passed PeerAuth.
 type clusterHello struct {
-	own    func() string                 // this node's cluster id, "" while unknown
-	dir    string                        // the data directory, for the log line
-	logf   func(msg string, args ...any) // a refusal
-	infof  func(msg string, args ...any) // a peer taken for an older build
-	mu     sync.Mutex
-	older  map[string]time.Time // addresses taken for older builds, until
-	logged map[string]time.Time // refusals logged lately, by peer id and host
+	own func() string // this node's cluster id, "" while unknown
+	// preserve: --preserve-downgrade, members on an older build may be in
+	// the cluster: connections without a hello are accepted, and a peer
+	// that closes at the hello is dialed again without.
+	preserve bool
+	dir      string                        // the data directory, for the log line
+	logf     func(msg string, args ...any) // a refusal
+	infof    func(msg string, args ...any) // a peer taken for an older build
+	mu       sync.Mutex
+	older    map[string]time.Time // addresses taken for older builds, until
+	ids      map[string]string    // the id each dialed address answered, "" for none
+	logged   map[string]time.Time // refusals logged lately, by peer id and host
 }
 
 func writeHello(w io.Writer, id string) error {
@@ -257,6 +248,37 @@ func (h *clusterHello) isOlder(addr string) bool {
 	return ok
 }
 
+func (h *clusterHello) forgetOlder(addr string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.older, addr)
+}
+
+// olderConn is a connection dialed without the hello to an address taken
+// for an older build. An older build never closes such a connection
+// before it answers; if it ends before a byte came back, the peer may run
+// this build again (a node of this build without --preserve-downgrade
+// refuses it), so the next dial sends the hello.
+type olderConn struct {
+	net.Conn
+	h    *clusterHello
+	addr string
+	got  bool // a byte was read
+}
+
+func (o *olderConn) Read(b []byte) (int, error) {
+	n, err := o.Conn.Read(b)
+	if n > 0 {
+		o.got = true
+	} else if err != nil && !o.got {
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			o.h.forgetOlder(o.addr)
+		}
+	}
+	return n, err
+}
+
 func (h *clusterHello) markOlder(addr string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -266,14 +288,33 @@ func (h *clusterHello) markOlder(addr string) {
 	h.older[addr] = time.Now().Add(olderPeerFor)
 }
 
-// client runs the dialer's side on c, connected to addr. older is true
-// when the peer closed the connection without an answer (an older build):
-// the caller dials again without the hello.
+// seen returns the id each address this node dialed answered with in
+// its last hello ("" for none).
+func (h *clusterHello) seen() map[string]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := make(map[string]string, len(h.ids))
+	for a, id := range h.ids {
+		m[a] = id
+	}
+	return m
+}
+
+func (h *clusterHello) record(addr, id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ids == nil {
+		h.ids = map[string]string{}
+	}
+	h.ids[addr] = id
+}
+
+// client runs the dialer's side on c, connected to addr: it sends this
+// node's id (none: length 0). older is true when, with preserve, the
+// peer ended the stream right after the hello without an answer (an
+// older build): the caller dials again without the hello.
 func (h *clusterHello) client(c net.Conn, addr string, timeout time.Duration) (older bool, err error) {
 	own := h.own()
-	if own == "" || h.isOlder(addr) {
-		return false, nil
-	}
 	c.SetDeadline(time.Now().Add(timeout))
 	defer c.SetDeadline(time.Time{})
 	if err := writeHello(c, own); err != nil {
@@ -281,13 +322,12 @@ func (h *clusterHello) client(c net.Conn, addr string, timeout time.Duration) (o
 	}
 	var m [1]byte
 	if _, err := io.ReadFull(c, m[:]); err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return false, err
+		if !h.preserve || err != io.EOF {
+			return false, fmt.Errorf("cluster: %s: no answer to the cluster hello: %w", addr, err)
 		}
 		h.markOlder(addr)
 		if h.infof != nil {
-			h.infof("cluster: a peer closed the connection at the cluster id's hello, as a build from before cluster ids does: dialing it without, for a while", "peer", addr, "err", err)
+			h.infof("cluster: a peer closed the connection at the cluster id's hello, as a build from before cluster ids does: dialing it without, for a while (--preserve-downgrade)", "peer", addr)
 		}
 		return true, err
 	}
@@ -298,10 +338,41 @@ func (h *clusterHello) client(c net.Conn, addr string, timeout time.Duration) (o
 	if err != nil {
 		return false, err
 	}
+	h.record(addr, theirs)
 	if h.other(own, theirs, addr, "dialed") {
 		return false, fmt.Errorf("%w: %s is in cluster %s, this node in %s", errOtherCluster, addr, theirs, own)
 	}
 	return false, nil
+}
+
+// noHello reports whether a connection that opened without a hello (an
+// older build) may go on: with preserve, or while this node knows no id.
+// A refusal is logged (at most every otherClusterLogEvery per host).
+func (h *clusterHello) noHello(c net.Conn) bool {
+	own := h.own()
+	if h.preserve || own == "" {
+		return true
+	}
+	peer := c.RemoteAddr().String()
+	key := "nohello " + peer
+	if host, _, err := net.SplitHostPort(peer); err == nil {
+		key = "nohello " + host
+	}
+	h.mu.Lock()
+	now := time.Now()
+	log := now.Sub(h.logged[key]) >= otherClusterLogEvery
+	if log {
+		if h.logged == nil {
+			h.logged = map[string]time.Time{}
+		}
+		h.logged[key] = now
+	}
+	h.mu.Unlock()
+	if log && h.logf != nil {
+		h.logf("cluster: refused a connection without the cluster id's hello (a build from before cluster ids): run this build's members with --preserve-downgrade while any member runs an older build",
+			"dir", h.dir, "cluster_id", own, "peer", peer)
+	}
+	return false
 }
 
 // server runs the acceptor's side on c, whose first byte was the hello's
@@ -319,4 +390,21 @@ func (h *clusterHello) server(c net.Conn) bool {
 	err = writeHello(c, own)
 	c.SetWriteDeadline(time.Time{})
 	return err == nil && !h.other(own, theirs, c.RemoteAddr().String(), "accepted")
+}
+
+// refuseClusterID stops a node whose data directory names another cluster
+// id than the log: it logs err and closes the node, and tells
+// Config.OnDiskFailure; while NewNode runs, NewNode returns err instead.
+func (n *Node) refuseClusterID(err error) {
+	n.cidErr.Store(&err)
+	n.cfg.Logger.Error(err.Error(), "id", n.cfg.ID, "dir", n.cfg.DataDir)
+	if !n.built.Load() || !n.cidStop.CompareAndSwap(false, true) {
+		return // NewNode returns it
+	}
+	go func() {
+		n.Close()
+		if n.cfg.OnDiskFailure != nil {
+			n.cfg.OnDiskFailure(err)
+		}
+	}()
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,21 +133,11 @@ func TestOtherClustersDataDirRefused(t *testing.T) {
 	}
 }
 
-// A peer that sends no cluster id (an older build, or a node that has
-// not learned one) is accepted by a node that knows its id; and a node
-// that knows its id, dialing an older build (which closes the connection
-// at the unknown first byte, as raft does), dials again without the hello
-// and is not refused. The older acceptor here is a stand-in (a real older
-// build is in cmd/deadbolt's rolling-upgrade test): it reads one byte,
-// closes on the hello's, and echoes anything else.
-func TestClusterHelloOlderPeers(t *testing.T) {
-	c := startTestCluster(t, 1)
-	n := c.nodes[0]
-	within(t, 10*time.Second, "the cluster id", func() bool { return n.ClusterID() != "" })
-
-	// No hello: accepted (a read-index request, on a connection that
-	// sends none, gets its answer).
-	nc, err := net.DialTimeout("tcp", n.RaftAddr(), 5*time.Second)
+// readIndexProbe sends a read-index request without the cluster hello
+// (as an older build does) to addr and reports whether it was answered.
+func readIndexProbe(t *testing.T, addr string) bool {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,20 +147,35 @@ func TestClusterHelloOlderPeers(t *testing.T) {
 	req[0] = readIndexMagic
 	binary.BigEndian.PutUint64(req[1:9], 42)
 	if _, err := nc.Write(req); err != nil {
-		t.Fatal(err)
+		return false
 	}
 	var ans [readIndexAnswer]byte
-	if _, err := io.ReadFull(nc, ans[:]); err != nil || binary.BigEndian.Uint64(ans[:8]) != 42 {
-		t.Fatalf("a connection without the cluster hello was not served: %v %x", err, ans)
-	}
+	_, err = io.ReadFull(nc, ans[:])
+	return err == nil && binary.BigEndian.Uint64(ans[:8]) == 42
+}
 
-	// An older acceptor.
+// olderStandIn is a stand-in for an older build's Raft address (a real
+// older build is in cmd/deadbolt's upgrade tests): it reads what a
+// connection sent first and, on the hello's magic, closes it without an
+// answer (raft's unknown RPC type: a clean end of stream); anything else
+// it echoes. Each connection's first byte goes to firsts. With reset, it
+// resets the next connection instead (a transient failure).
+type olderStandIn struct {
+	ln     net.Listener
+	firsts chan byte
+	reset  atomic.Bool
+	// closeNoHello: close a connection without the hello at once, as a
+	// node of this build without --preserve-downgrade does.
+	closeNoHello atomic.Bool
+}
+
+func newOlderStandIn(t *testing.T) *olderStandIn {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	firsts := make(chan byte, 4)
+	t.Cleanup(func() { ln.Close() })
+	o := &olderStandIn{ln: ln, firsts: make(chan byte, 16)}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -178,25 +184,80 @@ func TestClusterHelloOlderPeers(t *testing.T) {
 			}
 			go func(c net.Conn) {
 				defer c.Close()
-				var b [1]byte
-				if _, err := c.Read(b[:]); err != nil {
+				b := make([]byte, 256)
+				n, err := c.Read(b)
+				if err != nil || n == 0 {
 					return
 				}
-				firsts <- b[0]
-				if b[0] == clusterHelloMagic {
+				o.firsts <- b[0]
+				if o.reset.CompareAndSwap(true, false) {
+					c.(*net.TCPConn).SetLinger(0)
 					return
 				}
-				c.Write(b[:])
+				if b[0] != clusterHelloMagic && !o.closeNoHello.Load() {
+					c.Write(b[:1])
+				}
 			}(c)
 		}
 	}()
+	return o
+}
+
+func (o *olderStandIn) addr() raft.ServerAddress { return raft.ServerAddress(o.ln.Addr().String()) }
+
+// first is the first byte of the stand-in's next connection; 0 if none
+// came within 5 s.
+func (o *olderStandIn) first() byte {
+	select {
+	case b := <-o.firsts:
+		return b
+	case <-time.After(5 * time.Second):
+		return 0
+	}
+}
+
+// helloDialer is a demuxStream that dials only, as a node with id id.
+func helloDialer(t *testing.T, id string, preserve bool) *demuxStream {
 	stream, err := listenTCP("127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stream.Close()
-	d := &demuxStream{StreamLayer: stream, hello: &clusterHello{own: n.ClusterID}}
-	conn, err := d.Dial(raft.ServerAddress(ln.Addr().String()), 5*time.Second)
+	t.Cleanup(func() { stream.Close() })
+	return &demuxStream{StreamLayer: stream, hello: &clusterHello{own: func() string { return id }, preserve: preserve}}
+}
+
+// A connection without the cluster hello comes from an older build: a
+// node that knows its id refuses it, unless it runs with
+// --preserve-downgrade (an older build may be a member), or knows no id.
+func TestClusterHelloNoHelloRefused(t *testing.T) {
+	dc := startDiskCluster(t, 1, nil)
+	clusterIDs(t, dc)
+	if readIndexProbe(t, dc.nodes[0].RaftAddr()) {
+		t.Fatal("a node that knows its id served a connection without the cluster hello, without --preserve-downgrade")
+	}
+	n := dc.restartWith(t, 0, func(c *Config) { c.PreserveDowngrade = true })
+	dc.leader(-1)
+	if n.ClusterID() == "" {
+		t.Fatal("the restarted node lost its cluster id")
+	}
+	if !readIndexProbe(t, n.RaftAddr()) {
+		t.Fatal("with --preserve-downgrade a connection without the cluster hello was not served")
+	}
+	fresh := startTestClusterWith(t, 1, func(i int, cfg *Config) { cfg.PreserveDowngrade = true })
+	if fresh.nodes[0].ClusterID() != "" || !readIndexProbe(t, fresh.nodes[0].RaftAddr()) {
+		t.Fatal("a node that knows no id did not serve a connection without the cluster hello")
+	}
+}
+
+// Dialing an older build (which closes the connection at the hello): with
+// --preserve-downgrade the dialer dials again without the hello, and does
+// so for a while; without the flag it does not (the dial fails, and the
+// next one sends the hello again).
+func TestClusterHelloOlderPeers(t *testing.T) {
+	id := newClusterID()
+	o := newOlderStandIn(t)
+	d := helloDialer(t, id, true)
+	conn, err := d.Dial(o.addr(), 5*time.Second)
 	if err != nil {
 		t.Fatalf("dialing an older build: %v", err)
 	}
@@ -208,17 +269,78 @@ func TestClusterHelloOlderPeers(t *testing.T) {
 	if _, err := conn.Read(echo[:]); err != nil || echo[0] != 7 {
 		t.Fatalf("the second connection to the older build: %v %v", echo, err)
 	}
-	if f1, f2 := <-firsts, <-firsts; f1 != clusterHelloMagic || f2 != 7 {
+	if f1, f2 := o.first(), o.first(); f1 != clusterHelloMagic || f2 != 7 {
 		t.Fatalf("first bytes %#x %#x, want the hello then the connection's own", f1, f2)
 	}
 	// And for a while it dials that address without the hello.
-	conn2, err := d.Dial(raft.ServerAddress(ln.Addr().String()), 5*time.Second)
+	conn2, err := d.Dial(o.addr(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	conn2.Write([]byte{9})
-	if f := <-firsts; f != 9 {
+	if f := o.first(); f != 9 {
 		t.Fatalf("a later dial sent %#x first, want the connection's own byte", f)
 	}
 	conn2.Close()
+	// The peer runs this build again, without the flag: it closes a
+	// connection without the hello before answering. The next dial sends
+	// the hello again (before, it waited out olderPeerFor: a minute in
+	// which the node received no log).
+	o.closeNoHello.Store(true)
+	conn3, err := d.Dial(o.addr(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn3.Write([]byte{11})
+	if f := o.first(); f != 11 {
+		t.Fatalf("a later dial sent %#x first, want the connection's own byte", f)
+	}
+	if n, err := conn3.Read(echo[:]); n != 0 || err == nil {
+		t.Fatalf("the peer answered a connection it closes: %d %v", n, err)
+	}
+	conn3.Close()
+	o.closeNoHello.Store(false)
+	if conn4, err := d.Dial(o.addr(), 5*time.Second); err == nil {
+		conn4.Close()
+	}
+	if f := o.first(); f != clusterHelloMagic {
+		t.Fatalf("after a connection without the hello ended unanswered the dial sent %#x first, want the hello", f)
+	}
+
+	// Without the flag: no fallback.
+	strict := helloDialer(t, id, false)
+	for i := 0; i < 2; i++ {
+		if c, err := strict.Dial(o.addr(), 5*time.Second); err == nil {
+			c.Close()
+			t.Fatal("without --preserve-downgrade a peer that closed at the hello was dialed again without it")
+		}
+		if f := o.first(); f != clusterHelloMagic {
+			t.Fatalf("dial %d without the flag sent %#x first, want the hello", i, f)
+		}
+	}
+}
+
+// A transient failure at the hello (here a reset) is a failed dial, even
+// with --preserve-downgrade: the peer is not taken for an older build, and
+// the next dial sends the hello (it used to dial without it for a minute,
+// skipping the check).
+func TestClusterHelloTransientFailureKeepsHello(t *testing.T) {
+	o := newOlderStandIn(t)
+	d := helloDialer(t, newClusterID(), true)
+	o.reset.Store(true)
+	if c, err := d.Dial(o.addr(), 5*time.Second); err == nil {
+		c.Write([]byte{5})
+		c.Close()
+		if f1, f2 := o.first(), o.first(); f2 != clusterHelloMagic {
+			t.Fatalf("after a reset at the hello the dialer dialed again without it (first bytes %#x then %#x)", f1, f2)
+		}
+	}
+	o.first()
+	c, _ := d.Dial(o.addr(), 5*time.Second)
+	if c != nil {
+		c.Close()
+	}
+	if f := o.first(); f != clusterHelloMagic {
+		t.Fatalf("the dial after a reset sent %#x first, want the hello", f)
+	}
 }

@@ -16,8 +16,8 @@ import (
 // A node's Raft address carries three kinds of connection, told apart by
 // their first byte once the peer has passed authentication: raft's own
 // (raft's RPC types), read-index rounds (readindex.go) and the commands
-// between members (member.go). Before that byte a dialer that knows its
-// cluster's id sends it (clusterHelloMagic, clusterid.go).
+// between members (member.go). Before that byte a dialer of this build
+// sends its cluster's id (clusterHelloMagic, clusterid.go).
 
 // confirmMagic opens a confirmation connection, memberMagic a connection
 // for the commands between members (member.go); raft's own RPC types are
@@ -107,6 +107,9 @@ func (d *demuxStream) classify(c net.Conn) {
 			c.Close()
 			return
 		}
+	} else if d.hello != nil && !d.hello.noHello(c) {
+		c.Close()
+		return
 	}
 	c.SetReadDeadline(time.Time{})
 	switch b[0] {
@@ -141,11 +144,18 @@ func (d *demuxStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	older, err := d.hello.client(c, string(addr), timeout)
+	h := d.hello
+	if h.preserve && h.isOlder(string(addr)) {
+		return &olderConn{Conn: c, h: h, addr: string(addr)}, nil
+	}
+	older, err := h.client(c, string(addr), timeout)
 	if err != nil {
 		c.Close()
 		if older { // an older build closed it: again, without the hello
-			return d.dialAuth(addr, timeout)
+			if c, err = d.dialAuth(addr, timeout); err != nil {
+				return nil, err
+			}
+			return &olderConn{Conn: c, h: h, addr: string(addr)}, nil
 		}
 		return nil, err
 	}
@@ -213,7 +223,8 @@ func (p *prefixConn) Read(b []byte) (int, error) {
 // through the same stream layer.
 func (n *Node) demux(inner raft.StreamLayer) raft.StreamLayer {
 	d := newDemuxStream(inner, n.cfg.PeerAuth, n.serveConfirm, n.serveMember)
-	d.hello = &clusterHello{own: n.ClusterID, dir: n.cfg.DataDir, logf: n.cfg.Logger.Error, infof: n.cfg.Logger.Info}
+	d.hello = &clusterHello{own: n.ClusterID, preserve: n.cfg.PreserveDowngrade, dir: n.cfg.DataDir, logf: n.cfg.Logger.Error, infof: n.cfg.Logger.Info}
+	n.hello = d.hello
 	n.confirm = newConfirmer(n, d.Dial)
 	if n.cfg.ReadMode == ReadModeLease {
 		n.confirm.lease = newLeaseState(n)

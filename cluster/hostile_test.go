@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -215,10 +216,29 @@ func TestValidLogs(t *testing.T) {
 // the header of its RPCs.
 func newStranger(t *testing.T) (*raft.NetworkTransport, raft.RPCHeader) {
 	t.Helper()
-	stranger, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, time.Second, io.Discard)
+	stream, err := listenTCP("127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	stranger := raft.NewNetworkTransport(helloStream{stream}, 2, time.Second, io.Discard)
 	t.Cleanup(func() { stranger.Close() })
 	return stranger, raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("stranger"), Addr: []byte(stranger.LocalAddr())}
+}
+
+// helloStream dials as a node of this build that knows no cluster id: it
+// opens each connection with the cluster hello (length 0), which a
+// member that knows its id requires of a connection (clusterid.go).
+type helloStream struct{ raft.StreamLayer }
+
+func (s helloStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	c, err := s.StreamLayer.Dial(addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	h := &clusterHello{own: func() string { return "" }}
+	if _, err := h.client(c, string(addr), timeout); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }

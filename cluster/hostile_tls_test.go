@@ -114,7 +114,7 @@ func newTLSStranger(t *testing.T, certFile, keyFile string) (*raft.NetworkTransp
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil },
 		InsecureSkipVerify:   true,
 	}}
-	stranger := raft.NewNetworkTransport(stream, 2, time.Second, io.Discard)
+	stranger := raft.NewNetworkTransport(helloStream{stream}, 2, time.Second, io.Discard)
 	t.Cleanup(func() { stranger.Close() })
 	return stranger, raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("stranger"), Addr: []byte(stranger.LocalAddr())}
 }

@@ -182,6 +182,10 @@ type Node struct {
 	stallWarned atomic.Int64           // when diskStalled last logged, Unix ns
 	clusterID   atomic.Pointer[string] // the cluster's id, nil while unknown (clusterid.go)
 	cidMu       sync.Mutex             // adoptClusterID
+	hello       *clusterHello          // the members' handshake (clusterid.go)
+	cidErr      atomic.Pointer[error]  // the log's cluster id is not the data directory's (refuseClusterID)
+	cidStop     atomic.Bool            // refuseClusterID's stop was claimed
+	built       atomic.Bool            // NewNode is about to return
 	logStore    *raftlog.Store         // nil with the log in memory
 	catchUp     *catchUp               // the log lost synced entries (catchup.go); nil if not
 	metrics     nodeMetrics            // metrics.go
@@ -444,6 +448,13 @@ func NewNode(cfg Config) (*Node, error) {
 		n.wg.Add(1)
 		go n.watchPeerDisks() // diskquorum.go
 	}
+	// A cluster id refused while starting (refuseClusterID) is this
+	// call's error.
+	n.built.Store(true)
+	if p := n.cidErr.Load(); p != nil && n.cidStop.CompareAndSwap(false, true) {
+		n.Close()
+		return nil, *p
+	}
 	return n, nil
 }
 
@@ -653,7 +664,7 @@ func (n *Node) becomeLeader() {
 	n.leaderEvent()
 	n.cfg.Logger.Info("leader ready", "id", n.cfg.ID, "term", term, "time_base", base)
 	go n.register()
-	go n.ensureClusterID() // clusterid.go
+	go n.ensureClusterID(term) // clusterid_leader.go
 }
 
 // leaderNow is the leader's current time for entries, and false if this

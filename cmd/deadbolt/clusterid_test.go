@@ -26,9 +26,10 @@ func clusterIDOf(p *proc) string {
 // TestProcessClusterIDBesideOlderBuild: a cluster of this build has an id
 // in every data directory; one member goes back to the older build
 // (d5c42b3, after deadbolt downgrade), which sends no id and closes a
-// connection that opens with the id's hello. The members of this build
-// notice, talk to it without, and it keeps receiving the log; back on
-// this build it keeps the cluster's id.
+// connection that opens with the id's hello. The members of this build,
+// run with --preserve-downgrade as a mixed cluster must be, notice, talk
+// to it without, and it keeps receiving the log; back on this build it
+// keeps the cluster's id.
 func TestProcessClusterIDBesideOlderBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
@@ -71,6 +72,15 @@ func TestProcessClusterIDBesideOlderBuild(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
+	// An older build may be a member only while this build's members run
+	// with --preserve-downgrade (without, a node that knows its id refuses
+	// a connection without the hello, and dials none without it).
+	for _, p := range procs[:2] {
+		stopGracefully(t, p)
+		p.extra = []string{"--preserve-downgrade"}
+		p.start(t, newBin, peers)
+		waitServing(t, p)
+	}
 	old := procs[2]
 	stopGracefully(t, old)
 	if out, err := exec.Command(newBin, "downgrade", "--data-dir", filepath.Join(old.dir, "data")).CombinedOutput(); err != nil {

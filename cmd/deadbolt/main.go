@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		stallFile   = fs.String("disk-stall-file", "", "test only: while this `file` exists, every sync of the Raft log waits (a stalled disk, for fault injection)")
 		failFile    = fs.String("disk-fail-file", "", "test only: while this `file` exists, every sync of the Raft log fails with EIO (a failing disk, for fault injection)")
 	)
-	preserveDown := fs.Bool("preserve-downgrade", false, "write only what the builds before 2026-11-26 07:15 read (snapshots without lock shapes), and refuse ACL users and new replicated settings: set it on upgraded members while the cluster mixes builds, and while a downgrade must stay possible (docs/OPERATIONS.md, Upgrades)")
+	preserveDown := fs.Bool("preserve-downgrade", false, "write only what the builds before 2026-11-26 07:15 read (snapshots without lock shapes), refuse ACL users and new replicated settings, and talk to members of those builds (which send no cluster id): set it on upgraded members while the cluster mixes builds, and while a downgrade must stay possible (docs/OPERATIONS.md, Upgrades)")
 	fs.StringVar(&tlsOpts.CertFile, "tls-cert-file", "", "TLS: the server's certificate chain (PEM `file`)")
 	fs.StringVar(&tlsOpts.KeyFile, "tls-key-file", "", "TLS: the certificate's private key (PEM `file`; PKCS#8, PKCS#1 or SEC1, possibly encrypted)")
 	fs.StringVar(&tlsOpts.KeyFilePass, "tls-key-file-pass", "", "TLS: the `passphrase` of an encrypted --tls-key-file")
