@@ -42,21 +42,16 @@ func reportSerial(ctx context.Context, w io.Writer, targets []target) error {
 					addr = a // an election during the lock cells moved it
 				}
 			}
-			r, err := serialLatency(ctx, addr)
-			if err != nil {
-				return fmt.Errorf("%s leader: %w", t.name, err)
-			}
-			r.name = t.name + " leader"
-			rows = append(rows, r)
 			f, err := followerAddr(ctx, addr)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
-			if r, err = serialLatency(ctx, f); err != nil {
-				return fmt.Errorf("%s follower: %w", t.name, err)
+			rs, err := serialLatencies(ctx, []string{addr, f})
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
 			}
-			r.name = t.name + " follower"
-			rows = append(rows, r)
+			rs[0].name, rs[1].name = t.name+" leader", t.name+" follower"
+			rows = append(rows, rs...)
 		case nameRedisAOF, nameSingle:
 			r, err := serialLatency(ctx, t.addr)
 			if err != nil {
@@ -69,7 +64,7 @@ func reportSerial(ctx context.Context, w io.Writer, targets []target) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\nserial: one client, %d SETs then %d GETs of one key, one at a time; medians\n", serialOps, serialOps)
+	fmt.Fprintf(w, "\nserial: one client, %d SETs then %d GETs of one key, one at a time (a cluster's leader and follower in %d alternating turns); medians\n", serialOps, serialOps, serialRounds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "node\tGET p50\tSET p50\tGET ÷ SET\t")
 	for _, r := range rows {
@@ -86,40 +81,78 @@ func reportSerial(ctx context.Context, w io.Writer, targets []target) error {
 	return nil
 }
 
+// serialRounds is how many turns the nodes of serialLatencies take: what
+// the machine does meanwhile (a snapshot after the lock cells, the
+// collector) falls on each node alike, not on whichever was measured first.
+const serialRounds = 4
+
+// serialLatencies measures the nodes at addrs in turns, serialOps/
+// serialRounds SETs then as many GETs on each in each turn, and returns
+// each node's median latencies.
+func serialLatencies(ctx context.Context, addrs []string) ([]serialRow, error) {
+	sets := make([][]time.Duration, len(addrs))
+	gets := make([][]time.Duration, len(addrs))
+	for range serialRounds {
+		for i, a := range addrs {
+			s, g, err := serialRun(ctx, a, serialOps/serialRounds)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", a, err)
+			}
+			sets[i], gets[i] = append(sets[i], s...), append(gets[i], g...)
+		}
+	}
+	out := make([]serialRow, len(addrs))
+	for i := range addrs {
+		slices.Sort(sets[i])
+		slices.Sort(gets[i])
+		out[i] = serialRow{get: gets[i][len(gets[i])/2], set: sets[i][len(sets[i])/2]}
+	}
+	return out, nil
+}
+
 // serialLatency sends serialOps SETs, then serialOps GETs, from one
 // connection and returns their median latencies.
 func serialLatency(ctx context.Context, addr string) (serialRow, error) {
+	sets, gets, err := serialRun(ctx, addr, serialOps)
+	if err != nil {
+		return serialRow{}, err
+	}
+	slices.Sort(sets)
+	slices.Sort(gets)
+	return serialRow{get: gets[len(gets)/2], set: sets[len(sets)/2]}, nil
+}
+
+// serialRun sends n SETs, then n GETs, of one key from one connection and
+// returns their latencies, unsorted.
+func serialRun(ctx context.Context, addr string, n int) (sets, gets []time.Duration, err error) {
 	rc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1, MaxRetries: -1})
 	defer rc.Close()
 	key := "bench:serial"
 	one := func(f func() error) ([]time.Duration, error) {
-		out := make([]time.Duration, 0, serialOps)
+		out := make([]time.Duration, 0, n)
 		failed := 0
-		for range serialOps {
+		for range n {
 			start := time.Now()
 			if err := f(); err != nil {
 				// An election on a busy machine: the operation is left
 				// out, as the lock cells leave out failed pairs.
-				if failed++; failed > serialOps/10 {
+				if failed++; failed > n/10 {
 					return nil, err
 				}
 				continue
 			}
 			out = append(out, time.Since(start))
 		}
-		slices.Sort(out)
 		return out, nil
 	}
 	i := 0
-	sets, err := one(func() error { i++; return rc.Set(ctx, key, i, 0).Err() })
-	if err != nil {
-		return serialRow{}, err
+	if sets, err = one(func() error { i++; return rc.Set(ctx, key, i, 0).Err() }); err != nil {
+		return nil, nil, err
 	}
-	gets, err := one(func() error { return rc.Get(ctx, key).Err() })
-	if err != nil {
-		return serialRow{}, err
+	if gets, err = one(func() error { return rc.Get(ctx, key).Err() }); err != nil {
+		return nil, nil, err
 	}
-	return serialRow{get: gets[len(gets)/2], set: sets[len(sets)/2]}, nil
+	return sets, gets, nil
 }
 
 // followerAddr asks the leader at addr for one of its replicas (ROLE),
