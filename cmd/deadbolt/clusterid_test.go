@@ -36,26 +36,10 @@ func TestProcessClusterIDBesideOlderBuild(t *testing.T) {
 	}
 	oldBin := buildOld(t)
 	newBin := buildBinary(t)
-	procs := make([]*proc, 3)
-	var ids []string
-	for i := range procs {
-		procs[i] = &proc{id: fmt.Sprintf("c%d", i+1), addr: freeAddr(t), raft: freeAddr(t), dir: t.TempDir()}
-		ids = append(ids, procs[i].id+"="+procs[i].raft)
-	}
-	peers := strings.Join(ids, ",")
+	procs, peers := threeProcs(t, "c")
 	for _, p := range procs {
 		p.start(t, newBin, peers)
 	}
-	t.Cleanup(func() {
-		for _, p := range procs {
-			p.kill()
-		}
-		if t.Failed() {
-			for _, p := range procs {
-				t.Logf("%s log:\n%s", p.id, readLog(p))
-			}
-		}
-	})
 	for _, p := range procs {
 		waitServing(t, p)
 	}

@@ -33,26 +33,10 @@ func TestProcessRollingUpgrade(t *testing.T) {
 	}
 	oldBin := buildOld(t)
 	newBin := buildBinary(t)
-	procs := make([]*proc, 3)
-	var ids []string
-	for i := range procs {
-		procs[i] = &proc{id: fmt.Sprintf("u%d", i+1), addr: freeAddr(t), raft: freeAddr(t), dir: t.TempDir()}
-		ids = append(ids, procs[i].id+"="+procs[i].raft)
-	}
-	peers := strings.Join(ids, ",")
+	procs, peers := threeProcs(t, "u")
 	for _, p := range procs {
 		p.start(t, oldBin, peers)
 	}
-	t.Cleanup(func() {
-		for _, p := range procs {
-			p.kill()
-		}
-		if t.Failed() {
-			for _, p := range procs {
-				t.Logf("%s log:\n%s", p.id, readLog(p))
-			}
-		}
-	})
 	ctx := context.Background()
 	for _, p := range procs {
 		waitServing(t, p)
@@ -429,4 +413,28 @@ func raftSnapshot(t *testing.T, c *redis.Client, id string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// threeProcs makes three members named prefix1..prefix3, each with its
+// own addresses and data directory, and their --peers list; they are
+// killed when the test ends, and their logs shown if it failed. The
+// caller starts them, each with the build it wants.
+func threeProcs(t *testing.T, prefix string) ([]*proc, string) {
+	procs := make([]*proc, 3)
+	var ids []string
+	for i := range procs {
+		procs[i] = &proc{id: fmt.Sprintf("%s%d", prefix, i+1), addr: freeAddr(t), raft: freeAddr(t), dir: t.TempDir()}
+		ids = append(ids, procs[i].id+"="+procs[i].raft)
+	}
+	t.Cleanup(func() {
+		for _, p := range procs {
+			p.kill()
+		}
+		if t.Failed() {
+			for _, p := range procs {
+				t.Logf("%s log:\n%s", p.id, readLog(p))
+			}
+		}
+	})
+	return procs, strings.Join(ids, ",")
 }
