@@ -27,7 +27,7 @@ run: build ## run a single in-memory node on 127.0.0.1:6379
 deps: ## install what the tests need (redis-server, redis-cli, openssl) when missing
 	@scripts/deps.sh
 
-test: test-go compat chaos ## everything CI runs: Go tests under -race, the client matrix, a 2-minute chaos run
+test: test-go compat chaos ## everything CI runs: Go tests under -race, the client matrix, a 3½-minute chaos run
 
 test-go: deps compat-deps build ## install missing test dependencies, vet, then run every Go test under -race
 	$(GO) vet $(PKGS)
@@ -63,15 +63,15 @@ clean: ## remove build output
 	rm -rf bin
 
 .PHONY: chaos
-chaos: ## fault-injection test, real nodes in network namespaces, needs root (DURATION=2m; TARGET=redis: Redis + Sentinel; CHAOSFLAGS); the upgrade nemesis swaps nodes to a build of an older commit (scripts/oldbuild.sh)
+chaos: ## fault-injection test, real nodes in network namespaces, needs root (DURATION=3m30s; TARGET=redis: Redis + Sentinel; CHAOSFLAGS); the upgrade nemesis swaps nodes to a build of an older commit (scripts/oldbuild.sh)
 	$(GO) build -race -ldflags "$(LDFLAGS)" -o bin/deadbolt-race ./cmd/deadbolt
 	$(GO) build -o bin/deadbolt-chaos ./cmd/deadbolt-chaos
 	@if [ "$(TARGET)" = redis ] && ! command -v redis-sentinel >/dev/null; then apt-get update -qq && apt-get install -y -qq redis-server redis-sentinel; fi
 	@old=; if [ "$(or $(TARGET),deadbolt)" = deadbolt ]; then \
 		old=$$(GO=$(GO) scripts/oldbuild.sh) || { if [ "$$CI" = true ]; then exit 1; fi; old=; echo "chaos: no older build: no upgrade nemesis"; }; \
 	fi; \
-	echo ./bin/deadbolt-chaos --bin bin/deadbolt-race --duration $(or $(DURATION),2m) --target $(or $(TARGET),deadbolt) $${old:+--old-bin $$old} $(CHAOSFLAGS); \
-	./bin/deadbolt-chaos --bin bin/deadbolt-race --duration $(or $(DURATION),2m) --target $(or $(TARGET),deadbolt) $${old:+--old-bin $$old} $(CHAOSFLAGS)
+	echo ./bin/deadbolt-chaos --bin bin/deadbolt-race --duration $(or $(DURATION),3m30s) --target $(or $(TARGET),deadbolt) $${old:+--old-bin $$old} $(CHAOSFLAGS); \
+	./bin/deadbolt-chaos --bin bin/deadbolt-race --duration $(or $(DURATION),3m30s) --target $(or $(TARGET),deadbolt) $${old:+--old-bin $$old} $(CHAOSFLAGS)
 
 .PHONY: compat compat-deps
 compat-deps: ## install the compatibility matrix's clients when missing (Debian python3-redis, redis-tools, redis-server; npm ci)
