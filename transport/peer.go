@@ -48,6 +48,13 @@ const MinSecretLen = 16
 // ErrAuth is wrapped by every failed handshake.
 var ErrAuth = errors.New("transport: peer failed authentication")
 
+// ErrClosedUnheard is what Server returns for a peer that closed the
+// connection before sending a byte: a check that the port is open (a
+// follower asking whether its leader's process is gone, a load balancer's
+// health check, a port scan). Nothing was tried, so it is not a failed
+// handshake: it is not counted and OnFailure is not told.
+var ErrClosedUnheard = errors.New("transport: the peer closed the connection before sending anything")
+
 // SecretAuth proves membership by a shared secret.
 type SecretAuth struct {
 	secret  []byte
@@ -109,6 +116,9 @@ func (a *SecretAuth) Server(c net.Conn) (net.Conn, error) {
 	c.SetDeadline(time.Now().Add(a.timeout))
 	hello := make([]byte, len(handshakeMagic)+nonceLen)
 	if _, err := io.ReadFull(c, hello); err != nil {
+		if err == io.EOF { // ReadFull's EOF: not a byte came
+			return nil, ErrClosedUnheard
+		}
 		return nil, a.fail(c, fmt.Errorf("reading its hello: %w", err))
 	}
 	if string(hello[:len(handshakeMagic)]) != handshakeMagic {

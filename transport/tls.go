@@ -91,8 +91,12 @@ func (a *TLSAuth) fail(c net.Conn, err error) error {
 // peer's certificate, then the byte that tells the dialer it is in.
 func (a *TLSAuth) Server(c net.Conn) (net.Conn, error) {
 	c.SetDeadline(time.Now().Add(a.timeout))
-	tc := tls.Server(c, a.server.Load())
+	rc := &readCounter{Conn: c}
+	tc := tls.Server(rc, a.server.Load())
 	if err := tc.Handshake(); err != nil {
+		if rc.n == 0 && errors.Is(err, io.EOF) {
+			return nil, ErrClosedUnheard
+		}
 		return nil, a.fail(c, fmt.Errorf("TLS handshake: %w", err))
 	}
 	if _, err := tc.Write([]byte{tlsAccepted}); err != nil {
@@ -161,4 +165,17 @@ func (ch chain) Client(c net.Conn) (net.Conn, error) {
 		}
 	}
 	return c, nil
+}
+
+// readCounter counts the bytes read through it: the handshake's, so that
+// a peer that closes before sending anything is told from one that failed.
+type readCounter struct {
+	net.Conn
+	n int64
+}
+
+func (r *readCounter) Read(b []byte) (int, error) {
+	n, err := r.Conn.Read(b)
+	r.n += int64(n)
+	return n, err
 }

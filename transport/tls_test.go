@@ -274,3 +274,48 @@ func TestClientTLSToClientPort(t *testing.T) {
 		t.Fatalf("a plain port: %v", err)
 	}
 }
+
+// A peer that connects and closes without a byte (a follower checking
+// whether its leader's process is gone, a health check) is no failed
+// handshake: not counted, not reported. One that sends a byte and closes
+// is, for each kind of authentication and for the two chained.
+func TestPeerClosedUnheardIsNoFailure(t *testing.T) {
+	s := testcerts.Make(t)
+	for _, name := range []string{"tls", "secret", "chain"} {
+		t.Run(name, func(t *testing.T) {
+			var (
+				auth     PeerAuth
+				failures func() uint64
+				told     []error
+			)
+			onFailure := func(_ string, err error) { told = append(told, err) }
+			ta, sa := newTLSAuth(t, member(s, s.Cert, s.Key)), newAuth(t, "the members' secret")
+			ta.OnFailure, sa.OnFailure = onFailure, onFailure
+			switch name {
+			case "tls":
+				auth, failures = ta, ta.Failures
+			case "secret":
+				auth, failures = sa, sa.Failures
+			default:
+				auth, failures = Chain(ta, sa), func() uint64 { return ta.Failures() + sa.Failures() }
+			}
+			acc, dial := tcpPair(t)
+			dial.Close()
+			if _, err := auth.Server(acc); !errors.Is(err, ErrClosedUnheard) {
+				t.Fatalf("a peer that closed unheard: %v", err)
+			}
+			if n := failures(); n != 0 || len(told) != 0 {
+				t.Fatalf("a peer that closed unheard counted as %d failures, reported %v", n, told)
+			}
+			acc, dial = tcpPair(t)
+			dial.Write([]byte{0x16})
+			dial.Close()
+			if _, err := auth.Server(acc); !errors.Is(err, ErrAuth) {
+				t.Fatalf("a peer that sent a byte and closed: %v", err)
+			}
+			if n := failures(); n != 1 || len(told) != 1 {
+				t.Fatalf("a peer that sent a byte and closed counted as %d failures, reported %v; want 1", n, told)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,7 +51,8 @@ func TestRunTLSClusterFlags(t *testing.T) {
 // TLS to each other (--tls-cluster; the second one with a member
 // certificate of its own): they elect a leader, a write through a follower
 // reaches every node, SIGHUP reloads the certificates, and a fourth node
-// joins through a member's TLS client address. No member refuses another.
+// joins through a member's TLS client address. No member refuses another,
+// nor counts a check that its Raft port is open as a refusal.
 func TestProcessTLSCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
@@ -116,6 +118,14 @@ func TestProcessTLSCluster(t *testing.T) {
 	for _, p := range procs {
 		if v, err := do(p, "GET", "k"); err != nil || v != "through a follower" {
 			t.Fatalf("GET on %s: %v %v", p.id, v, err)
+		}
+	}
+
+	// A check that a port is open (as a follower's fail-fast probe of its
+	// leader, failfast.go, or a load balancer's) is no failed handshake.
+	for _, p := range procs {
+		if c, err := net.Dial("tcp", p.raft); err == nil {
+			c.Close()
 		}
 	}
 
