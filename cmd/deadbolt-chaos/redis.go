@@ -85,14 +85,22 @@ func runRedis(ctx context.Context, cfg config, l *lab, stdout io.Writer) (int, e
 	dirs := []string{filepath.Join(cfg.out, "redis-h1"), filepath.Join(cfg.out, "redis-h2")}
 	diskFaults := redisDiskFaults(cfg)
 	var aof string
+	var disks []*redisDisk
 	if len(diskFaults) > 0 {
 		var undo func()
+		var noFUSE string
 		var err error
-		if aof, undo, err = redisDisks(cfg, dirs); err != nil {
+		if disks, aof, noFUSE, undo, err = redisDisks(cfg, dirs, diskFaults); err != nil {
 			return 2, err
 		}
 		defer undo()
-		h.logf("disk faults %v on the primary; AOF on a tmpfs per server: %q", diskFaults, aof)
+		under := "a tmpfs per server"
+		if disks[0].fs != nil {
+			under = "a FUSE loopback over a tmpfs per server"
+		} else if noFUSE != "" {
+			under += " (no FUSE loopback, so no disk-eio: " + noFUSE + ")"
+		}
+		h.logf("disk faults %v on the primary; AOF on %s: %q", diskFaults, under, aof)
 	}
 	for i := 0; i < 2; i++ {
 		dir := dirs[i]
@@ -191,6 +199,7 @@ func runRedis(ctx context.Context, cfg config, l *lab, stdout io.Writer) (int, e
 		return -1
 	}
 	end := time.Now().Add(cfg.duration)
+	nth := map[string]int{} // disk faults injected so far, by name
 	for i := 0; time.Now().Before(end) && ctx.Err() == nil; i++ {
 		m, err := master()
 		if err != nil {
@@ -206,7 +215,8 @@ func runRedis(ctx context.Context, cfg config, l *lab, stdout io.Writer) (int, e
 		rec := faultRecord{At: h.clock.Now()}
 		if len(diskFaults) > 0 {
 			rec.Name = diskFaults[i%len(diskFaults)]
-			d, heal, err := redisDiskFault(rec.Name, h.rng(), servers[hi], dirs[hi], dirs[1-hi], l)
+			d, heal, err := redisDiskFault(rec.Name, nth[rec.Name], h.rng(), servers[hi], m+":6379", disks[hi], disks[1-hi], l)
+			nth[rec.Name]++
 			rec.Detail = fmt.Sprintf("primary %s: %s", m, d)
 			if err != nil {
 				rec.Err = err.Error()

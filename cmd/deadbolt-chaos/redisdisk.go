@@ -15,15 +15,15 @@ import (
 )
 
 // The disk faults against Redis + AOF + Sentinel, for comparison: with
-// --target redis and --nemesis naming disk-full, disk-full-all or
-// corrupt-file, both redis-servers keep an AOF (--appendfsync, "always"
-// unless --redis-appendfsync says otherwise) in a directory on a tmpfs of
-// its own, and the fault loop injects those faults on the primary
-// instead of partitions and kills. disk-eio has no Redis counterpart
-// here: the EIO injection is deadbolt's own test-only flag.
+// --target redis and --nemesis naming disk-full, disk-full-all,
+// corrupt-file or disk-eio, both redis-servers keep an AOF (--appendfsync,
+// "always" unless --redis-appendfsync says otherwise) in a directory on a
+// tmpfs of its own (with disk-eio, through a FUSE loopback:
+// redisdiskeio.go), and the fault loop injects those faults on the
+// primary instead of partitions and kills.
 
 // redisDiskNemeses are the disk nemeses run against Redis.
-var redisDiskNemeses = []string{"disk-full", "disk-full-all", "corrupt-file"}
+var redisDiskNemeses = []string{"disk-full", "disk-full-all", "corrupt-file", "disk-eio"}
 
 // redisDiskFaults returns the disk nemeses --nemesis names for Redis.
 func redisDiskFaults(cfg config) []string {
@@ -36,43 +36,35 @@ func redisDiskFaults(cfg config) []string {
 	return out
 }
 
-// redisDisks mounts a tmpfs on each redis-server's directory and returns
-// the configuration lines for an AOF there, and a function that unmounts
-// them.
-func redisDisks(cfg config, dirs []string) (string, func(), error) {
-	var mounted []string
-	undo := func() {
-		for _, mp := range mounted {
-			exec.Command("umount", mp).Run()
-		}
-	}
+// redisDisks mounts the servers' directories (mountRedisDisks: with
+// disk-eio among the faults, loopbacks over them) and returns them, the
+// configuration lines for an AOF there, why there is no loopback if
+// disk-eio wanted one, and a function that unmounts them.
+func redisDisks(cfg config, dirs []string, faults []string) ([]*redisDisk, string, string, func(), error) {
 	size := cfg.dataTmpfs
 	if size == 0 {
 		size = 256 << 20
 	}
-	for _, d := range dirs {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			undo()
-			return "", nil, err
-		}
-		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", d).CombinedOutput(); err != nil {
-			undo()
-			return "", nil, fmt.Errorf("mount a tmpfs on %s: %v: %s", d, err, strings.TrimSpace(string(out)))
-		}
-		mounted = append(mounted, d)
+	disks, noFUSE, undo, err := mountRedisDisks(dirs, size, contains(faults, "disk-eio"))
+	if err != nil {
+		return nil, "", "", nil, err
 	}
-	return fmt.Sprintf("appendonly yes\nappendfsync %s\n", cfg.redisFsync), undo, nil
+	return disks, fmt.Sprintf("appendonly yes\nappendfsync %s\n", cfg.redisFsync), noFUSE, undo, nil
 }
 
-// redisDiskFault injects one disk fault on the primary (host hi, its
-// process p, its directory dir; the replica's directory other) and
-// returns what it did and how to heal it.
-func redisDiskFault(name string, r *rand.Rand, p *redisProc, dir, other string, l *lab) (string, func() string, error) {
+// redisDiskFault injects one disk fault on the primary (its process p,
+// its address addr, its directory d; the replica's directory other) and
+// returns what it did and how to heal it. nth counts the faults of this
+// name before it.
+func redisDiskFault(name string, nth int, r *rand.Rand, p *redisProc, addr string, d, other *redisDisk, l *lab) (string, func() string, error) {
+	dir := d.dir
 	switch name {
+	case "disk-eio":
+		return redisEIO(p, d, eioModes[nth%len(eioModes)], addr, l)
 	case "disk-full", "disk-full-all":
-		dirs := []string{dir}
+		dirs := []string{d.disk}
 		if name == "disk-full-all" {
-			dirs = append(dirs, other)
+			dirs = append(dirs, other.disk)
 		}
 		var ballast []string
 		var what []string
