@@ -315,7 +315,12 @@ func (h *harness) redisReport() int {
 	fmt.Fprintf(&b, "guard-list anomalies: %d %v (guard-lost: an acknowledged fenced write is gone after failover)\n", len(guards), byCheck)
 	for _, kind := range []string{"register", "list"} {
 		r := chaos.CheckLinear(w.ops, kind, h.cfg.checkTimeout)
-		fmt.Fprintf(&b, "linearizability of %s: %s (%d operations)\n", kind, r.Result, r.Ops)
+		fmt.Fprintf(&b, "linearizability of %s: %s (%d operations)", kind, r.Result, r.Ops)
+		if len(r.Bad) > 0 {
+			// A key's name holds its epoch (--key-epoch): when it went wrong.
+			fmt.Fprintf(&b, "; keys not linearizable: %s", strings.Join(r.Bad, " "))
+		}
+		fmt.Fprintln(&b)
 	}
 	show := func(vs []chaos.Violation, n int) {
 		for i, v := range vs {
