@@ -10,8 +10,9 @@
 // a panic or a race; it exits 1 on any violation. With --target redis it
 // runs the lock workload against redis-server with a replica and three
 // Sentinels instead, and reports how often two clients held one lock;
-// given disk nemeses (--nemesis disk-full,corrupt-file), both servers keep
-// an AOF on a tmpfs of their own and those faults hit the primary.
+// given disk nemeses (--nemesis disk-full,corrupt-file,disk-eio), both
+// servers keep an AOF on a tmpfs of their own (with disk-eio, through a
+// FUSE loopback) and those faults hit the primary.
 //
 // It needs root (network namespaces) and iproute2. Run it as
 // `make chaos` (DURATION=30m for a long run).
