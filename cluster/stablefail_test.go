@@ -21,6 +21,12 @@ import (
 // file, and its Close returns (raft's goroutines ended: no deadlock, none
 // left). Started again on the failing disk, NewNode returns the error;
 // once the disk works it starts and catches up.
+//
+// The nodes' files are on mounts this test process serves: should raft's
+// panic come back, the panicking binary would hang at exit (the kernel
+// asks the dead server to flush the open files, faultfs.go) until go
+// test's timeout, rather than fail at once. The process test
+// (cmd/deadbolt, TestProcessFUSEStableFailure) fails at once.
 func TestStableFailureStopsNode(t *testing.T) {
 	var mounts [3]*faultfs.FS
 	for i := range mounts {
