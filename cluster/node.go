@@ -203,6 +203,10 @@ type Node struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	shutOnce sync.Once
+	// raftStop begins raft's shutdown once (stablefail.go); raftShut is
+	// its future.
+	raftStop sync.Once
+	raftShut raft.Future
 }
 
 // leaderTime is how a leader stamps entries: it continues from the state
@@ -318,6 +322,7 @@ func NewNode(cfg Config) (*Node, error) {
 			})
 			n.durable = rl
 			n.logStore = rl
+			stable = stableGuard{rl, n} // stablefail.go
 			n.fsm.durable = rl
 			logs = heldLogs{cache, rl, failed}
 			if lost := rl.Lost(); lost != nil {
@@ -418,6 +423,13 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	n.raftRef.Store(n.raft)
+	if n.logStore != nil {
+		// A failed save of the term while raft started (stablefail.go).
+		if err := n.logStore.Failed(); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
 	if err := n.soleVoterLost(); err != nil {
 		n.Close()
 		return nil, err
@@ -569,7 +581,7 @@ func (n *Node) Close() error {
 	n.shutOnce.Do(func() {
 		close(n.stop)
 		n.wg.Wait()
-		err = n.raft.Shutdown().Error()
+		err = n.shutdownRaft(n.raft).Error()
 		n.fwd.close()
 		n.member.close()
 		if n.confirm != nil {

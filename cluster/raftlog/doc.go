@@ -127,5 +127,9 @@
 // tried again as if the data might still reach the disk, every call
 // returns the first error (ErrFailed, naming the file), Options.OnFailure
 // is told once, and only reopening, which reads and checks every record,
-// brings the store back.
+// brings the store back. A failed write or sync of the stable file (a
+// term, a vote, the synced mark) fails the store the same way, naming that
+// file, and so does any set once the store has failed: raft, which panics
+// when it cannot save its term, must be stopped by the caller before that
+// error reaches it (failure.go; cluster/stablefail.go).
 package raftlog

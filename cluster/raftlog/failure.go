@@ -1,6 +1,7 @@
 package raftlog
 
 import (
+	"errors"
 	"fmt"
 	"os"
 )
@@ -15,6 +16,25 @@ import (
 // record. A write that failed for want of space (IsNoSpace) is the one
 // exception: nothing was stored, the attempted range is zeroed, and the
 // next append may succeed once space returns (doc.go, "A full disk").
+//
+// The stable store (stable.go: raft's current term and vote) fails the
+// same way: a failed write or fdatasync of its file fails the whole store
+// (ErrFailed names the stable file, OnFailure is told once), and its later
+// sets return the error without writing. Any error does, ENOSPC included:
+// the file is allocated whole when it is made and only overwritten in
+// place, so it has no full disk to wait out. Once the store has failed,
+// for the log or the stable file, every set fails too: a node whose log
+// failed must not vote (it cannot show what its log holds).
+//
+// hashicorp/raft panics when it cannot save its current term (its
+// setCurrentTerm), on its own goroutine, as soon as the error comes back:
+// the caller that hands this store to raft must stop raft before it lets
+// that error reach it. The cluster package does (cluster/stablefail.go):
+// it begins raft's shutdown on raft's goroutine, then answers the failed
+// term save with nil (the store refuses everything after it, so raft can
+// neither vote nor append in the unsaved term), and raft stops at its next
+// step. A failed vote save (persistVote) is returned as an error: raft
+// then withholds the vote.
 
 // ErrFailed wraps the error of a write or sync that failed the store.
 type ErrFailed struct {
@@ -32,11 +52,17 @@ func (e *ErrFailed) Unwrap() error { return e.Err }
 // fail makes the store fail for good with err (the first error stays),
 // and tells Options.OnFailure once. The caller holds wmu.
 func (s *Store) fail(path, op string, err error) error {
+	return s.failWith(&ErrFailed{Path: path, Op: op, Err: err})
+}
+
+// failWith is fail with the error made. It needs wmu only for the log's
+// own state: the stable store calls it without.
+func (s *Store) failWith(e *ErrFailed) error {
 	d := &s.def
 	d.mu.Lock()
 	first := d.err == nil
 	if first {
-		d.err = &ErrFailed{Path: path, Op: op, Err: err}
+		d.err = e
 		d.cond.Broadcast()
 	}
 	ferr := d.err
@@ -45,6 +71,20 @@ func (s *Store) fail(path, op string, err error) error {
 		go s.onFailure(ferr)
 	}
 	return ferr
+}
+
+// setStable sets key in the stable store, unless the store has failed; a
+// failed write or sync of the stable file fails the store.
+func (s *Store) setStable(key string, val []byte) error {
+	if err := s.Failed(); err != nil {
+		return err
+	}
+	err := s.stable.set(key, val)
+	var f *ErrFailed
+	if errors.As(err, &f) {
+		s.failWith(f)
+	}
+	return err
 }
 
 // Failed returns the error that failed the store, nil if none did.

@@ -31,6 +31,9 @@ type stable struct {
 	kv   map[string][]byte
 	seq  uint64 // the newest slot's sequence number
 	slot int    // the slot that holds it
+	// err is the failed write or sync that ended the file (failure.go):
+	// every later set returns it without writing.
+	err *ErrFailed
 }
 
 // A slot: magic, u64 sequence, u32 payload length, u32 CRC-32C of those
@@ -197,6 +200,9 @@ func (st *stable) set(key string, val []byte) error {
 	if st.f == nil {
 		return ErrClosed
 	}
+	if st.err != nil {
+		return st.err
+	}
 	slot := make([]byte, stableSlot)
 	if _, err := st.encodeSlot(slot, st.seq+1, key, val); err != nil {
 		return err
@@ -206,14 +212,23 @@ func (st *stable) set(key string, val []byte) error {
 	// it), and once the set returns a damaged slot (a flipped bit) has an
 	// identical copy, so the term and vote never fall back to an older
 	// state that raft may have acted past.
+	//
+	// A failed write or fdatasync ends the file for good (failure.go):
+	// what it holds is known only by reading it again, at a restart.
 	target := 1 - st.slot
 	for _, i := range []int{target, st.slot} {
+		op := "write"
 		_, err := st.f.WriteAt(slot, int64(i*stableSlot))
 		if err == nil {
+			op = "fdatasync"
 			err = fdatasync(st.f)
 		}
 		if err != nil {
-			return fmt.Errorf("raftlog: write %s: %w", st.path, err)
+			if pe, ok := err.(*os.PathError); ok {
+				err = pe.Err // ErrFailed names the file
+			}
+			st.err = &ErrFailed{Path: st.path, Op: op, Err: err}
+			return st.err
 		}
 	}
 	st.seq, st.slot = st.seq+1, target

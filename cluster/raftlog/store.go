@@ -62,7 +62,8 @@ type Options struct {
 	// failing disk).
 	BeforeSync func() error
 	// OnFailure, if set, is called once, on a goroutine of its own, when
-	// a write or sync fails the store for good (failure.go).
+	// a write or sync (of the log or of the stable store) fails the store
+	// for good (failure.go).
 	OnFailure func(error)
 	// RepairLost: a log that lost synced entries at its end opens cut at
 	// the first damaged record instead of failing with ErrLost; Lost then
@@ -1036,12 +1037,12 @@ func (s *Store) Close() error {
 
 // Set, Get, SetUint64 and GetUint64 are raft's stable store.
 
-func (s *Store) Set(key, val []byte) error { return s.stable.set(string(key), val) }
+func (s *Store) Set(key, val []byte) error { return s.setStable(string(key), val) }
 
 func (s *Store) Get(key []byte) ([]byte, error) { return s.stable.get(string(key)) }
 
 func (s *Store) SetUint64(key []byte, val uint64) error {
-	return s.stable.set(string(key), binary.BigEndian.AppendUint64(nil, val))
+	return s.setStable(string(key), binary.BigEndian.AppendUint64(nil, val))
 }
 
 func (s *Store) GetUint64(key []byte) (uint64, error) {

@@ -118,7 +118,7 @@ func (s *Store) checkMark() error {
 // stable store. The caller holds s.mark.mu.
 func (s *Store) setMark(mark, term uint64) error {
 	v := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, mark), term)
-	if err := s.stable.set(syncedKey, v); err != nil {
+	if err := s.setStable(syncedKey, v); err != nil { // a failed write fails the store
 		return err
 	}
 	s.mark.mark, s.mark.term = mark, term
@@ -175,8 +175,9 @@ func (s *Store) startMarker() {
 			case <-s.mark.stop:
 				return
 			case <-t.C:
-				// A failure (a full disk cannot fail it: the stable
-				// file is overwritten in place) is tried again next time.
+				// A full disk cannot fail it (the stable file is
+				// overwritten in place); a failed write or sync fails
+				// the store (failure.go), and is never tried again.
 				s.raiseMark()
 			}
 		}

@@ -355,7 +355,8 @@ func trim(s string, n int) string {
 	return s
 }
 
-// diskEIO makes a node's log syncs fail: the leader or a follower.
+// diskEIO makes a node's log syncs fail (its segments', or through FUSE
+// sometimes its stable file's): the leader or a follower.
 func (h *harness) diskEIO(ctx context.Context) (string, error) {
 	l, err := h.db.leader(ctx)
 	if err != nil {
@@ -386,7 +387,15 @@ func (h *harness) diskEIO(ctx context.Context) (string, error) {
 	h.disk.setExpect(n, "its disk fails (disk-eio)")
 	how := "FUSE: the kernel's EIO"
 	if f := h.disk.fuseOf(n); f != nil {
-		f.FailSync(segments)
+		// One time in three the stable file instead of the segments:
+		// its synced mark is synced about once a second under writes,
+		// and an election saves raft's term there.
+		pattern := segments
+		if h.rng().Intn(3) == 0 {
+			pattern = stableFile
+			how = "FUSE: the kernel's EIO, on log/stable"
+		}
+		f.FailSync(pattern)
 	} else {
 		how = "--disk-fail-file"
 		if err := os.WriteFile(n.failFile, nil, 0o644); err != nil {

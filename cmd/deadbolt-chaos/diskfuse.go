@@ -13,13 +13,18 @@ import (
 // directory is DIR/fuse/data. disk-eio then makes the kernel answer the
 // node's own fdatasync of its log segments with EIO; without FUSE it
 // falls back to the node's test-only --disk-fail-file, and its detail
-// says which ran. Only the segments fail: a failed sync of the stable
-// store still panics inside raft (cluster/DESIGN.md), which is not what
-// disk-eio checks. The loopback is served by the harness's own goroutines
-// and goes away with it.
+// says which ran. Through FUSE the fault hits the log's segments, or one
+// time in three its stable file (raft's term and vote, and the synced
+// mark): the node must stop the same way, without raft's panic
+// (cluster/stablefail.go). The loopback is served by the harness's own
+// goroutines and goes away with it.
 
-// segments is the glob of the files a disk-eio fault fails.
-const segments = "*.seg"
+// segments and stableFile are the globs of the files a disk-eio fault
+// fails.
+const (
+	segments   = "*.seg"
+	stableFile = "stable"
+)
 
 // mountFUSE puts a fault-injecting loopback of mp, n's tmpfs, at
 // n.dir/fuse and moves n's data directory into it. It reports why not if

@@ -39,8 +39,10 @@ func fuseProc(t *testing.T, id string) (*proc, *faultfs.FS) {
 }
 
 // wantEIOExit waits for p to exit with status 1 and a message that names
-// the failed op (fdatasync or write), a segment of its log and the
-// kernel's EIO; fsys must have injected it.
+// the failed op (fdatasync or write), a segment of its log (or, when every
+// sync fails, its stable file: the synced mark is synced there about once
+// a second, and may fail first) and the kernel's EIO; fsys must have
+// injected it.
 func wantEIOExit(t *testing.T, p *proc, fsys *faultfs.FS, op string) {
 	t.Helper()
 	var ee *exec.ExitError
@@ -48,7 +50,7 @@ func wantEIOExit(t *testing.T, p *proc, fsys *faultfs.FS, op string) {
 		t.Fatalf("%s exit: %v, want status 1; log:\n%s", p.id, err, readLog(p))
 	}
 	log := readLog(p)
-	seg := regexp.MustCompile(`deadbolt: stopped: raftlog: ` + op + ` ` + regexp.QuoteMeta(filepath.Join(p.dir, "data", "log")) + `/[0-9]+\.seg failed: [^\n]*input/output error`)
+	seg := regexp.MustCompile(`deadbolt: stopped: raftlog: ` + op + ` ` + regexp.QuoteMeta(filepath.Join(p.dir, "data", "log")) + `/([0-9]+\.seg|stable) failed: [^\n]*input/output error`)
 	if !seg.MatchString(log) {
 		t.Fatalf("%s: the exit message does not name the log segment and EIO; log:\n%s", p.id, log)
 	}

@@ -1,0 +1,83 @@
+//go:build linux
+
+package cluster
+
+import (
+	"errors"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/deadbolt/deadbolt/cluster/raftlog"
+	"github.com/deadbolt/deadbolt/internal/faultfs"
+)
+
+// Embedded use of a node whose stable store (raft's term and vote) fails
+// with a real EIO (internal/faultfs): raft would panic on the failed term
+// save and take the whole program with it. A follower's stable file fails
+// and the leader stops: the election makes the follower save a new term;
+// the node stops instead, tells OnDiskFailure with the error naming the
+// file, and its Close returns (raft's goroutines ended: no deadlock, none
+// left). Started again on the failing disk, NewNode returns the error;
+// once the disk works it starts and catches up.
+//
+// The nodes' files are on mounts this test process serves: should raft's
+// panic come back, the panicking binary would hang at exit (the kernel
+// asks the dead server to flush the open files, faultfs.go) until go
+// test's timeout, rather than fail at once. The process test
+// (cmd/deadbolt, TestProcessFUSEStableFailure) fails at once.
+func TestStableFailureStopsNode(t *testing.T) {
+	var mounts [3]*faultfs.FS
+	for i := range mounts {
+		mounts[i] = faultfs.MountTest(t) // unmounted after the nodes close
+	}
+	failed := make(chan error, 3)
+	dc := startDiskCluster(t, 3, func(i int, cfg *Config) {
+		cfg.DataDir = mounts[i].Dir
+		cfg.OnDiskFailure = func(err error) { failed <- err }
+	})
+	dc.write(t, "a", 10, 100)
+	li := dc.leader(-1)
+	v := (li + 1) % 3
+	mounts[v].FailSync("stable")
+	dc.stop(li)
+
+	var err error
+	select {
+	case err = <-failed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the node whose stable store fails did not stop")
+	}
+	var fe *raftlog.ErrFailed
+	stable := filepath.Join(dc.logDir(v), "stable")
+	if !errors.As(err, &fe) || fe.Path != stable || fe.Op != "fdatasync" || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("OnDiskFailure: %v, want the failed fdatasync of %s", err, stable)
+	}
+	t.Logf("stopped: %v", err)
+	closed := make(chan struct{})
+	go func() { dc.nodes[v].Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close of the failed node did not return")
+	}
+
+	if _, err := dc.start(v); err == nil || !errors.As(err, &fe) || fe.Path != stable {
+		t.Fatalf("start on the failing disk: %v, want the failed stable file", err)
+	}
+	mounts[v].Clear()
+	if _, err := dc.start(li); err != nil {
+		t.Fatalf("restart %d: %v", li, err)
+	}
+	if _, err := dc.start(v); err != nil {
+		t.Fatalf("restart %d on a working disk: %v", v, err)
+	}
+	dc.write(t, "b", 5, 10)
+	dc.converged()
+	for _, i := range []int{li, v} {
+		if _, ok := get(dc.nodes[i], "a9"); !ok {
+			t.Fatalf("node %d lacks a write acknowledged before the failure", i)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/deadbolt/deadbolt/internal/faultfs"
+)
+
+// Real I/O errors in raft's stable store (issue 18): the file that holds
+// the current term and the vote (data/log/stable) is on a FUSE loopback
+// that fails its fdatasync, or its write, with a kernel EIO. hashicorp/raft
+// panics when it cannot save its term; the node must instead stop, and the
+// process exit 1 with a message naming the file, as for a failed segment.
+
+// wantStableExit waits for p to exit with status 1 and a message naming
+// the stable file, op and EIO, with no panic in its output.
+func wantStableExit(t *testing.T, p *proc, fsys *faultfs.FS, op string) {
+	t.Helper()
+	var ee *exec.ExitError
+	if err := waitExitErr(t, p); !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("%s exit: %v, want status 1; log:\n%s", p.id, err, readLog(p))
+	}
+	log := readLog(p)
+	msg := regexp.MustCompile(`deadbolt: [^\n]*raftlog: ` + op + ` ` + regexp.QuoteMeta(filepath.Join(p.dir, "data", "log", "stable")) + ` failed: [^\n]*input/output error`)
+	if !msg.MatchString(log) {
+		t.Fatalf("%s: the exit message does not name the stable file and EIO; log:\n%s", p.id, log)
+	}
+	if strings.Contains(log, "panic") {
+		t.Fatalf("%s: a panic; log:\n%s", p.id, log)
+	}
+	if fsys.Faults() == 0 {
+		t.Fatal("the FUSE layer injected no fault")
+	}
+	t.Logf("%s exited 1: %s", p.id, msg.FindString(log))
+}
+
+// A three-node cluster; a follower's stable file starts failing, and the
+// leader is killed: the election that follows makes the follower save a
+// new term (as a candidate, or when a candidate asks for its vote), which
+// fails. It exits 1 naming the stable file; the killed leader restarts,
+// the failed node restarts on a working disk and catches up, and every
+// acknowledged write reads back on every node. A one-voter node whose
+// stable file fails exits 1 at its next start (raft saves the term it
+// read as it starts), and starts again once the disk works.
+func TestProcessFUSEStableFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	bin := buildBinary(t)
+	for _, op := range []string{"fdatasync", "write"} {
+		fault := func(f *faultfs.FS) { f.FailSync("stable") }
+		if op == "write" {
+			fault = func(f *faultfs.FS) { f.FailWrite("stable") }
+		}
+		t.Run("election/"+op, func(t *testing.T) { fuseStableElection(t, bin, op, fault) })
+		t.Run("start/"+op, func(t *testing.T) { fuseStableStart(t, bin, op, fault) })
+	}
+}
+
+func fuseStableElection(t *testing.T, bin, op string, fault func(*faultfs.FS)) {
+	procs := make([]*proc, 3)
+	mounts := make([]*faultfs.FS, 3)
+	var ids []string
+	for i := range procs {
+		procs[i], mounts[i] = fuseProc(t, fmt.Sprintf("s%d", i+1))
+		ids = append(ids, procs[i].id+"="+procs[i].raft)
+	}
+	peers := strings.Join(ids, ",")
+	for _, p := range procs {
+		p.start(t, bin, peers)
+	}
+	t.Cleanup(func() {
+		for _, p := range procs {
+			p.kill()
+		}
+	})
+	ctx := context.Background()
+	waitLeader := func() int {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			if l, err := leaderOf(ctx, procs); err == nil {
+				return l
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatal("no leader within 30 s")
+		return -1
+	}
+	leader := waitLeader()
+	for _, p := range procs {
+		waitServing(t, p)
+	}
+	lc := redis.NewClient(&redis.Options{Addr: procs[leader].addr, MaxRetries: -1, ReadTimeout: 5 * time.Second})
+	var acked []string
+	for i := range 30 {
+		k := fmt.Sprint("k", i)
+		if err := lc.Set(ctx, k, k, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, k)
+	}
+	lc.Close()
+
+	v := (leader + 1) % len(procs)
+	t.Logf("every %s of %s's stable file fails; %s (the leader) is killed", op, procs[v].id, procs[leader].id)
+	fault(mounts[v])
+	procs[leader].kill()
+	wantStableExit(t, procs[v], mounts[v], op)
+
+	// The killed leader and then the failed node, on a working disk.
+	mounts[v].Clear()
+	procs[leader].start(t, bin, peers)
+	procs[v].start(t, bin, peers)
+	waitLeader()
+	for _, p := range procs {
+		waitServing(t, p)
+	}
+	// Reads on a node wait for it to have applied what the leader
+	// committed: the restarted nodes caught up when they answer them all.
+	for _, p := range procs {
+		c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1, ReadTimeout: 10 * time.Second})
+		for _, k := range acked {
+			if got, err := c.Get(ctx, k).Result(); err != nil || got != k {
+				c.Close()
+				t.Fatalf("%s: acknowledged %s reads %q, %v", p.id, k, got, err)
+			}
+		}
+		c.Close()
+	}
+	t.Logf("%d acknowledged writes read back on every node, %s included after its restart", len(acked), procs[v].id)
+}
+
+func fuseStableStart(t *testing.T, bin, op string, fault func(*faultfs.FS)) {
+	p, fsys := fuseProc(t, "n1")
+	peers := p.id + "=" + p.raft
+	p.start(t, bin, peers)
+	defer p.kill()
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1, ReadTimeout: 5 * time.Second})
+	defer c.Close()
+	waitWrite(t, p, c)
+	for i := range 20 {
+		if err := c.Set(ctx, fmt.Sprint("k", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.kill()
+	fault(fsys)
+	p.start(t, bin, peers)
+	wantStableExit(t, p, fsys, op)
+
+	fsys.Clear()
+	p.start(t, bin, peers)
+	waitWrite(t, p, c)
+	for i := range 20 {
+		if v, err := c.Get(ctx, fmt.Sprint("k", i)).Int(); err != nil || v != i {
+			t.Fatalf("after the restart k%d = %d, %v", i, v, err)
+		}
+	}
+}
