@@ -384,11 +384,12 @@ func (c *confirmer) run(round, term uint64) error {
 // unreachable process) counts as a no at once: the round asks another
 // rather than queue behind it. After close it asks nobody.
 func (c *confirmer) ask(addr raft.ServerAddress, round, term uint64, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
 	p := c.send(addr, round, term, timeout)
 	if p == nil {
 		return false
 	}
-	yes, _ := p.await(round, time.Now().Add(timeout), true)
+	yes, _ := p.await(round, deadline, true)
 	return yes
 }
 
