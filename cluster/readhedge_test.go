@@ -1,7 +1,10 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
+	"net"
 	"testing"
 	"time"
 )
@@ -235,4 +238,58 @@ func TestReadIndexSlowRoundDoesNotSetHedge(t *testing.T) {
 	t0 = time.Now()
 	l.ReadLocal(ctx, cmd("GET", "k"))
 	t.Logf("read with the first-asked follower stalled: %v", time.Since(t0))
+}
+
+// A round's first voter is awaited only until the hedge (confirmPeer.await
+// with final false); an answer that arrives in two parts around that
+// deadline is read on from where the wait stopped, not from its start: read
+// from the start, the second part would be taken for an answer's first
+// bytes and the yes lost.
+func TestConfirmAwaitResumesAfterHedge(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	p := &confirmPeer{c: cc, rd: bufio.NewReader(cc)}
+	p.mu.Lock()
+	var ans [9]byte
+	binary.BigEndian.PutUint64(ans[:8], 42)
+	ans[8] = 1
+	if _, err := sc.Write(ans[:4]); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(50 * time.Millisecond)
+	for p.got < 4 && time.Now().Before(deadline.Add(5*time.Second)) {
+		// The first part, once it has arrived, then the hedge's deadline.
+		if _, done := p.await(42, time.Now().Add(20*time.Millisecond), false); done {
+			t.Fatal("a part of an answer was taken as a whole answer")
+		}
+	}
+	if p.got != 4 {
+		t.Fatalf("read %d bytes of the answer's first 4", p.got)
+	}
+	if _, err := sc.Write(ans[4:]); err != nil {
+		t.Fatal(err)
+	}
+	yes, done := p.await(42, time.Now().Add(5*time.Second), true)
+	if !done || !yes {
+		t.Fatalf("answer read on after the hedge: yes %v, done %v", yes, done)
+	}
+	if !p.mu.TryLock() {
+		t.Fatal("the peer stays locked after its answer")
+	}
+	if p.c == nil {
+		t.Fatal("a yes dropped the connection")
+	}
+	p.drop()
 }

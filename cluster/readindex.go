@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -146,6 +147,10 @@ type confirmPeer struct {
 	mu sync.Mutex // one request at a time
 	c  net.Conn
 	rd *bufio.Reader
+	// The answer awaited, as much of it as has been read (a wait cut
+	// short by the hedge resumes where it stopped).
+	ans [9]byte
+	got int
 }
 
 // errNotConfirmed: a quorum did not confirm this node's leadership in time.
@@ -272,8 +277,62 @@ func (c *confirmer) run(round, term uint64) error {
 		yes  bool
 		took time.Duration // from this request's start to its answer
 	}
-	answers := make(chan answer, len(others))
-	asked, pending := 0, 0
+	// learn notes the voters that made the quorum, in the order they
+	// said yes, and the time the last one's yes took.
+	learn := func(said []raft.ServerAddress, took time.Duration) {
+		// The next round asks these voters first, and its hedge waits a
+		// few of the recent answers' times (a hedged round's too: were
+		// only quick rounds counted, a machine whose answers all take
+		// longer than the hedge would ask every voter every time). One
+		// slow answer moves the average by at most a bounded step, so a
+		// single spike does not set the hedge for the rounds after it.
+		c.order = said
+		if c.rtt > 0 {
+			took = min(took, 2*c.rtt+hedgeMin)
+		}
+		c.rtt = (3*c.rtt + took) / 4
+	}
+	var (
+		answers           chan answer
+		asked, pending    int
+		first             raft.ServerAddress
+		firstP            *confirmPeer // first's answer, still awaited after the hedge
+		t0                time.Time
+		hedgeNow, refused bool
+	)
+	if need-yes == 1 {
+		// One yes makes the quorum (three voters): the round asks the
+		// first voter itself, without a goroutine, a channel or a timer
+		// of its own; the hedge is the deadline of that wait.
+		first, t0 = others[0], time.Now()
+		asked++
+		c.asked.Add(1)
+		p := c.send(first, round, term, timeout)
+		if p != nil {
+			yes, done := p.await(round, t0.Add(c.hedgeAfter()), false)
+			switch {
+			case done && yes:
+				learn([]raft.ServerAddress{first}, time.Since(t0))
+				return nil
+			case done:
+				refused = true
+			default:
+				firstP, hedgeNow = p, true
+			}
+		} else {
+			refused = true
+		}
+	}
+	answers = make(chan answer, len(others))
+	if firstP != nil {
+		// No answer within the hedge: it is awaited on a goroutine, up
+		// to the round's timeout, while the others are asked.
+		pending++
+		go func() {
+			yes, _ := firstP.await(round, t0.Add(timeout), true)
+			answers <- answer{first, yes, time.Since(t0)}
+		}()
+	}
 	ask := func(k int) {
 		for ; k > 0 && asked < len(others); k-- {
 			addr := others[asked]
@@ -287,7 +346,14 @@ func (c *confirmer) run(round, term uint64) error {
 			}()
 		}
 	}
-	ask(need - yes)
+	switch {
+	case hedgeNow:
+		ask(len(others))
+	case refused:
+		ask(1) // another voter in the first's place
+	default:
+		ask(need - yes)
+	}
 	hedge := time.NewTimer(c.hedgeAfter())
 	defer hedge.Stop()
 	var said []raft.ServerAddress // the voters that said yes, in order
@@ -301,19 +367,7 @@ func (c *confirmer) run(round, term uint64) error {
 			}
 			said = append(said, a.addr)
 			if yes++; yes >= need {
-				// The next round asks these voters first, and its hedge
-				// waits a few of the recent answers' times (a hedged
-				// round's too: were only quick rounds counted, a machine
-				// whose answers all take longer than the hedge would
-				// ask every voter every time). One slow answer moves the
-				// average by at most a bounded step, so a single spike
-				// does not set the hedge for the rounds after it.
-				c.order = said
-				took := a.took
-				if c.rtt > 0 {
-					took = min(took, 2*c.rtt+hedgeMin)
-				}
-				c.rtt = (3*c.rtt + took) / 4
+				learn(said, a.took)
 				return nil
 			}
 		case <-hedge.C:
@@ -330,10 +384,23 @@ func (c *confirmer) run(round, term uint64) error {
 // unreachable process) counts as a no at once: the round asks another
 // rather than queue behind it. After close it asks nobody.
 func (c *confirmer) ask(addr raft.ServerAddress, round, term uint64, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	p := c.send(addr, round, term, timeout)
+	if p == nil {
+		return false
+	}
+	yes, _ := p.await(round, deadline, true)
+	return yes
+}
+
+// send sends round's request to addr (as ask) and returns its peer,
+// locked until await has its answer; nil for a no (a voter already
+// awaited, a failed dial or write, a closed confirmer).
+func (c *confirmer) send(addr raft.ServerAddress, round, term uint64, timeout time.Duration) *confirmPeer {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return false
+		return nil
 	}
 	p := c.peers[addr]
 	if p == nil {
@@ -342,18 +409,18 @@ func (c *confirmer) ask(addr raft.ServerAddress, round, term uint64, timeout tim
 	}
 	c.mu.Unlock()
 	if !p.mu.TryLock() {
-		return false
+		return nil
 	}
-	defer p.mu.Unlock()
-	deadline := time.Now().Add(timeout)
 	if p.c == nil {
 		conn, err := c.dial(addr, timeout)
 		if err != nil {
-			return false
+			p.mu.Unlock()
+			return nil
 		}
 		if _, err := conn.Write([]byte{confirmMagic}); err != nil {
 			conn.Close()
-			return false
+			p.mu.Unlock()
+			return nil
 		}
 		p.c, p.rd = conn, bufio.NewReader(conn)
 	}
@@ -363,21 +430,43 @@ func (c *confirmer) ask(addr raft.ServerAddress, round, term uint64, timeout tim
 	binary.BigEndian.PutUint64(req[8:16], term)
 	req[16] = byte(len(id))
 	req = append(req, id...)
-	var ans [9]byte
-	p.c.SetDeadline(deadline)
-	_, err := p.c.Write(req)
-	if err == nil {
-		_, err = io.ReadFull(p.rd, ans[:])
+	p.c.SetDeadline(time.Now().Add(timeout))
+	if _, err := p.c.Write(req); err != nil {
+		p.drop()
+		p.mu.Unlock()
+		return nil
 	}
-	if err != nil || binary.BigEndian.Uint64(ans[:8]) != round || ans[8] != 1 {
+	p.got = 0
+	return p
+}
+
+// await reads the answer to the request send sent, until deadline. If
+// the deadline passes first and final is false, it returns done false,
+// with p still locked and its connection kept: a later await goes on
+// reading the same answer. Otherwise p is unlocked, done is true and yes
+// reports a yes to round.
+func (p *confirmPeer) await(round uint64, deadline time.Time, final bool) (yes, done bool) {
+	p.c.SetReadDeadline(deadline)
+	n, err := io.ReadFull(p.rd, p.ans[p.got:])
+	p.got += n
+	if err != nil && !final && errors.Is(err, os.ErrDeadlineExceeded) {
+		return false, false
+	}
+	defer p.mu.Unlock()
+	if err != nil || binary.BigEndian.Uint64(p.ans[:8]) != round || p.ans[8] != 1 {
 		// A no comes from a voter in another term or following another
 		// leader, or from a node that is stopping: the next round dials
 		// again, and reaches whatever listens at addr then.
-		p.c.Close()
-		p.c, p.rd = nil, nil
-		return false
+		p.drop()
+		return false, true
 	}
-	return true
+	return true, true
+}
+
+// drop closes p's connection; p.mu is held.
+func (p *confirmPeer) drop() {
+	p.c.Close()
+	p.c, p.rd = nil, nil
 }
 
 // close drops every connection, those it asks on and those it answers on.
