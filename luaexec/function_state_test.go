@@ -1,0 +1,180 @@
+package luaexec
+
+import (
+	"strings"
+	"testing"
+)
+
+// Which libraries get a fresh state for every call: those whose calls
+// could change what a later call sees, and no others (the others keep
+// the closures of their load, the fast path).
+func TestLibraryKeepsState(t *testing.T) {
+	for _, c := range []struct {
+		name, code string
+		stateful   bool
+	}{
+		{"plain", `redis.register_function('f', function(keys, args) return redis.call('get', keys[1]) end)`, false},
+		{"redisson", `
+local function lock(KEYS, ARGV)
+  if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+  end
+  return redis.call('pttl', KEYS[1])
+end
+local function unlock(KEYS, ARGV)
+  if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end
+  local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+  if counter > 0 then redis.call('pexpire', KEYS[1], ARGV[2]) return 0 end
+  redis.call('del', KEYS[1])
+  redis.call('publish', KEYS[2], ARGV[1])
+  return 1
+end
+redis.register_function('lock', lock)
+redis.register_function('unlock', unlock)`, false},
+		{"constants and helpers", `
+local PREFIX, TTL = 'lock:', 30000
+local log = redis.log
+local function key(k) return PREFIX .. k end
+local function take(k, v) return redis.call('set', key(k), v, 'nx', 'px', TTL) end
+redis.register_function{function_name='take', callback=function(keys, args) return take(keys[1], args[1]) end}
+redis.register_function{function_name='two', callback=function(keys, args) take(keys[1], args[1]) return take(keys[2], args[1]) end}`, false},
+		{"a call's own locals assigned by a closure of the call", `
+redis.register_function('sum', function(keys, args)
+  local total = 0
+  local function add(v) total = total + tonumber(v) end
+  for _, v in ipairs(args) do add(v) end
+  local t = {} t[1] = total
+  return t
+end)`, false},
+		{"a library local assigned", `
+local n = 0
+redis.register_function('count', function() n = n + 1 return n end)`, true},
+		{"a library local assigned by a closure made in the call", `
+local n = 0
+redis.register_function('count', function()
+  local function bump() n = n + 1 end
+  bump()
+  return n
+end)`, true},
+		{"a table in a library local", `
+local seen = {}
+redis.register_function('seen', function(keys) seen[keys[1]] = true return 1 end)`, true},
+		{"a table only read", `
+local ok = {ok = 'fine'}
+redis.register_function('f', function() return ok end)`, true},
+		{"a closure made at load with a local of its own", `
+local function counter() local c = 0 return function() c = c + 1 return c end end
+local nextID = counter()
+redis.register_function('id', function() return nextID() end)`, true},
+		{"a function assigning a local of the chunk that no function reads", `
+local last
+local function set(v) last = v end
+redis.register_function('f', function(keys) set(keys[1]) return 1 end)`, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := New(Options{})
+			defer e.Close()
+			lib, r := e.LoadLibrary("lib", []byte("#!lua name=lib\n"+strings.TrimPrefix(c.code, "\n")))
+			if r.IsError() {
+				t.Fatalf("FUNCTION LOAD: %v", r)
+			}
+			if lib.stateful != c.stateful {
+				t.Fatalf("stateful = %v, want %v", lib.stateful, c.stateful)
+			}
+		})
+	}
+}
+
+// A stateful library's every call starts from the state its load left,
+// as on a node that has just loaded it: the same replies call after call.
+// The routes library keeps a function's tables in each way
+// testdata/transcripts/functions.txt has (where Redis's second call finds
+// the first call's keys): here every call answers as the first.
+func TestStatefulLibraryCalls(t *testing.T) {
+	e := New(Options{})
+	defer e.Close()
+	routes := `#!lua name=routes
+local last, store, getter, alias = {}, {}, nil, nil
+local function was(n, t) local p = last[n] last[n] = t return p and p[1] or 'none' end
+redis.register_function('r_pass', function(keys, args) return was(1, keys) end)
+redis.register_function('r_argv', function(keys, args) return was(2, args) end)
+redis.register_function('r_upval', function(keys, args) local p = alias and alias[1] or 'none' alias = keys return p end)
+redis.register_function('r_closure', function(keys, args) local p = getter and getter() or 'none' getter = function() return keys[1] end return p end)
+redis.register_function('r_value', function(keys, args) local p = store.v and store.v[1] or 'none' store.v = keys return p end)
+redis.register_function('r_key', function(keys, args) local p = next(store, nil) while p ~= nil and type(p) ~= 'table' do p = next(store, p) end local r = p and p[1] or 'none' if p then store[p] = nil end store[keys] = true return r end)
+redis.register_function('r_vararg', function(...) local keys = ... return was(3, keys) end)
+redis.register_function('r_local', function(keys, args) local t = keys return was(4, t) end)
+redis.register_function('r_return', function(keys, args) return was(5, (function(t) return t end)(args)) end)
+redis.register_function('r_tail', function(keys, args) local w = was return w(6, keys) end)
+redis.register_function('r_list', function(keys, args) local l = {keys} return was(7, l[1]) end)
+`
+	lib, r := e.LoadLibrary("routes", []byte(routes))
+	if r.IsError() {
+		t.Fatal(r)
+	}
+	if !lib.stateful {
+		t.Fatal("routes is not stateful")
+	}
+	e.Keep(lib)
+	for _, f := range lib.Functions {
+		for _, k := range []string{"a", "b", "c"} {
+			arg := [][]byte{[]byte(k)}
+			if r := e.CallFunction("routes", f.Name, arg, arg, nopCaller{}); r.String() != "none" {
+				t.Fatalf("FCALL %s with %s: %q, want none", f.Name, k, r.Append(nil))
+			}
+		}
+	}
+}
+
+// The same with a library that logs at its load: its chunk's redis.log
+// runs once, not again for every call.
+func TestStatefulLibraryFreshEachCall(t *testing.T) {
+	var logged []string
+	e := New(Options{Logger: func(_ LogLevel, msg string) { logged = append(logged, msg) }})
+	defer e.Close()
+	code := "#!lua name=lib\nlocal n = 0\nlocal seen = {}\n" +
+		"redis.log(redis.LOG_WARNING, 'loaded')\n" +
+		"redis.register_function('count', function() n = n + 1 return n end)\n" +
+		"redis.register_function('seen', function(keys) local was = seen[keys[1]] and 1 or 0 seen[keys[1]] = true return was end)\n"
+	lib, r := e.LoadLibrary("lib", []byte(code))
+	if r.IsError() {
+		t.Fatal(r)
+	}
+	e.Keep(lib)
+	for i := 0; i < 3; i++ {
+		if r := e.CallFunction("lib", "count", nil, nil, nopCaller{}); r.Int != 1 {
+			t.Fatalf("call %d of count: %q", i, r.Append(nil))
+		}
+		if r := e.CallFunction("lib", "seen", [][]byte{[]byte("k")}, nil, nopCaller{}); r.Int != 0 || r.IsError() {
+			t.Fatalf("call %d of seen: %q", i, r.Append(nil))
+		}
+	}
+	if got := e.Run("", []byte("return 1"), nil, nil, nopCaller{}); got.Int != 1 {
+		t.Fatalf("EVAL after: %v", got)
+	}
+	if len(logged) != 1 {
+		t.Fatalf("the chunk's redis.log ran %d times (once at the load, and not again for a call): %q", len(logged), logged)
+	}
+}
+
+// A stateful library's chunk runs again for each call under a budget of
+// its own, as at its load: the call's budget is the function's alone, and
+// a library whose load used most of the budget still runs its functions.
+func TestStatefulLibraryBudget(t *testing.T) {
+	e := New(Options{Budget: 150_000}) // the load uses 120,108 units, a call 80,022
+	defer e.Close()
+	code := "#!lua name=lib\nlocal n = 0\nfor i = 1, 20000 do n = n + 1 end\n" +
+		"redis.register_function('f', function() n = n + 1 for i = 1, 20000 do end return n end)\n"
+	lib, r := e.LoadLibrary("lib", []byte(code))
+	if r.IsError() {
+		t.Fatal(r)
+	}
+	e.Keep(lib)
+	for i := 0; i < 2; i++ {
+		if r := e.CallFunction("lib", "f", nil, nil, nopCaller{}); r.Int != 20001 {
+			t.Fatalf("call %d: %q", i, r.Append(nil))
+		}
+	}
+}
