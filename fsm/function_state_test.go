@@ -9,7 +9,8 @@ import (
 // statefulLibrary keeps state between calls in every way a library can:
 // a library-level local a function assigns, a table held in one that a
 // function fills, a closure made at load whose own local a function
-// changes, and a table a function hands to table.insert.
+// changes, and a table a function hands to table.insert; peek only reads
+// the local count assigns.
 const statefulLibrary = `#!lua name=st
 local n = 0
 local seen = {}
@@ -34,6 +35,7 @@ redis.register_function('nextid', function(keys)
   redis.call('rpush', keys[1], id)
   return id
 end)
+redis.register_function('peek', function() return n end)
 redis.register_function('logged', function(keys, args)
   table.insert(log, args[1])
   return #log
@@ -55,6 +57,7 @@ func TestFunctionStateSameAfterRestart(t *testing.T) {
 			args(fmt.Sprintf("FCALL seen 0 k%d", i%2)),
 			args("FCALL nextid 1 ids"),
 			args("FCALL logged 0 x"),
+			args("FCALL peek 0"),
 			args("GET counter"),
 			args("LRANGE ids 0 -1"),
 		)

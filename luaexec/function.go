@@ -44,7 +44,7 @@ type Library struct {
 	proto     *lua.FunctionProto // the compiled chunk
 	cost      int64              // the work units its load starts with
 	env, meta *lua.LTable        // the chunk's environment and its metatable
-	stateful  bool               // its functions may change what the next call sees (function_state.go)
+	stateful  bool               // one of its functions may change what a later call sees (function_state.go)
 }
 
 // functionFlags are the flags register_function accepts.
@@ -149,7 +149,7 @@ func (e *Engine) LoadLibrary(name string, code []byte) (*Library, resp.Reply) {
 		return nil, resp.Err("ERR No functions registered")
 	}
 	e.sb.bindLibrary(e.L, lib)
-	lib.stateful = e.sb.libraryKeepsState(lib, proto)
+	e.sb.markStateful(lib, proto)
 	return lib, resp.NilReply
 }
 
@@ -263,7 +263,7 @@ func (e *Engine) CallFunction(libName, fname string, keys, args [][]byte, c Call
 			reply = resp.Err("ERR internal error running a function")
 		}
 	}()
-	if lib.stateful {
+	if f.fresh {
 		var r resp.Reply
 		if f, r = e.freshFunction(lib, fname); f == nil {
 			return r

@@ -8,8 +8,8 @@ import lua "github.com/yuin/gopher-lua"
 // script does outlives its run. A function is a closure of its library,
 // and may store the tables it is given where its next call, or another
 // function of the library, would find them again (`local last; ... last =
-// keys`); such a library runs every call from a fresh copy
-// (function_state.go), so a later call cannot see them, but as a second
+// keys`); such a function runs each call in a fresh copy of its
+// library (function_state.go), so a later call cannot see them, but as a second
 // guard a function gets new tables on every call, unless its code shows
 // that it cannot let them go: then no Lua code can ever reach a table it
 // was given once the call is over, and refilling the same table for the
@@ -43,6 +43,7 @@ type libFunction struct {
 	fn      *lua.LFunction
 	private [2]bool     // whether the keys, the args table cannot outlive a call
 	args    [2]argTable // the tables of the last call, and their strings
+	fresh   bool        // each call runs in a fresh copy of the library (function_state.go)
 }
 
 // newLibFunction reads fn's bytecode for private parameters when prove

@@ -17,15 +17,15 @@ import (
 // log.
 //
 // So a call must not see anything an earlier call left. When a library
-// loads, libraryKeepsState decides, from its bytecode and from what its
-// chunk left behind (both the same on every node, since a load sees
-// nothing but redis), whether a call could change anything a later call
-// sees. For most libraries it cannot: their functions keep the closures
-// of the load, as before, at no cost. A library that could is "stateful":
-// each call runs the library's chunk again into a fresh copy and calls
-// the function of that copy, so every call starts from the state right
-// after a load, on every node, whatever the node's history. That costs
-// one run of the chunk per call, for those libraries only.
+// loads, markStateful decides for each function, from the bytecode and
+// from what the chunk left behind (both the same on every node, since a
+// load sees nothing but redis), whether a call of it could change anything
+// a later call sees. For most it cannot: they keep the closures of the
+// load, as before, at no cost. A function that could ("stateful") runs,
+// at each call, in a fresh copy: the library's chunk runs again and the
+// call goes to that copy's function, so every call starts from the state
+// right after a load, on every node, whatever the node's history. That
+// costs one run of the chunk per call, for those functions only.
 //
 // A call can change state kept by the library in these ways only:
 //   - assigning a variable the chunk made (SETUPVAL on an upvalue whose
@@ -38,10 +38,24 @@ import (
 // The check is conservative: a library it calls stateful may not be, and
 // only runs slower.
 
-// libraryKeepsState reports whether a call of lib's functions could
-// change what a later call sees (see above). top is the chunk's prototype.
-func (sb *sandbox) libraryKeepsState(lib *Library, top *lua.FunctionProto) bool {
-	// the values the functions reach: closures and their upvalues
+// markStateful decides, for each function lib registered, whether its
+// calls run from a fresh copy (see above); top is the chunk's prototype.
+// A function is judged by what it can reach alone: the functions of the
+// library that need a fresh copy never change the kept closures, so a
+// function that cannot change them itself always finds them as the load
+// left them.
+func (sb *sandbox) markStateful(lib *Library, top *lua.FunctionProto) {
+	lib.stateful = false
+	for _, f := range lib.fns {
+		f.fresh = sb.keepsState(lib, f.fn, top)
+		lib.stateful = lib.stateful || f.fresh
+	}
+}
+
+// keepsState reports whether a call of fn, a function of lib, could
+// change what a later call sees.
+func (sb *sandbox) keepsState(lib *Library, fn *lua.LFunction, top *lua.FunctionProto) bool {
+	// the values the function reaches: closures and their upvalues
 	live := map[*lua.FunctionProto]bool{}
 	seen := map[*lua.LFunction]bool{}
 	var mutable func(v lua.LValue) bool
@@ -69,10 +83,8 @@ func (sb *sandbox) libraryKeepsState(lib *Library, top *lua.FunctionProto) bool 
 		}
 		return true // a coroutine, a userdata, a channel
 	}
-	for _, f := range lib.fns {
-		if mutable(f.fn) {
-			return true
-		}
+	if mutable(fn) {
+		return true
 	}
 	// the code: an assignment to a variable that outlives the call
 	return setsKeptUpvalue(top, live)

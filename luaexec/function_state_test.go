@@ -87,6 +87,47 @@ redis.register_function('f', function(keys) set(keys[1]) return 1 end)`, true},
 	}
 }
 
+// Each function is judged alone: in a library with a counter, the
+// functions that cannot change it keep the closures of the load (and see
+// the counter as the load left it, since the counting function's calls
+// run in fresh copies).
+func TestLibraryKeepsStatePerFunction(t *testing.T) {
+	e := New(Options{})
+	defer e.Close()
+	code := `#!lua name=lib
+local n = 0
+local function count() n = n + 1 return n end
+redis.register_function('count', count)
+redis.register_function('twice', function() count() return count() end)
+redis.register_function('peek', function() return n end)
+redis.register_function('get', function(keys) return redis.call('get', keys[1]) end)
+`
+	lib, r := e.LoadLibrary("lib", []byte(code))
+	if r.IsError() {
+		t.Fatal(r)
+	}
+	want := map[string]bool{"count": true, "twice": true, "peek": false, "get": false}
+	for name, fresh := range want {
+		if lib.fns[name].fresh != fresh {
+			t.Errorf("%s: fresh = %v, want %v", name, lib.fns[name].fresh, fresh)
+		}
+	}
+	if !lib.stateful {
+		t.Error("the library is not stateful")
+	}
+	e.Keep(lib)
+	for i := 0; i < 3; i++ {
+		for _, c := range []struct {
+			fn   string
+			want int64
+		}{{"count", 1}, {"twice", 2}, {"peek", 0}} {
+			if r := e.CallFunction("lib", c.fn, nil, nil, nopCaller{}); r.Int != c.want || r.IsError() {
+				t.Fatalf("call %d of %s: %q, want %d", i, c.fn, r.Append(nil), c.want)
+			}
+		}
+	}
+}
+
 // A stateful library's every call starts from the state its load left,
 // as on a node that has just loaded it: the same replies call after call.
 // The routes library keeps a function's tables in each way
