@@ -30,8 +30,14 @@ import (
 // A call can change state kept by the library in these ways only:
 //   - assigning a variable the chunk made (SETUPVAL on an upvalue whose
 //     cell outlives the call);
-//   - changing a table, coroutine or userdata the chunk left reachable
-//     (a table that is not read-only: the sandbox's proxies refuse writes);
+//   - changing a table the chunk left reachable (one that is not a
+//     read-only proxy of the sandbox), which it can only do once it holds
+//     the table in a register: a function that only reads fields of such
+//     tables (`local C = {ttl = 30000} ... C.ttl`) keeps the fast path,
+//     and one that could let such a table go anywhere else (an argument,
+//     a return value, a value stored, a capture by a closure) or write into
+//     it does not (tablesEscape);
+//   - a coroutine or userdata the chunk left reachable: never let through;
 //   - the globals and the libraries' environments are read-only, and the
 //     engine's own state (math.random, cjson's settings) is in snapshots
 //     (State), so neither counts here.
@@ -55,16 +61,32 @@ func (sb *sandbox) markStateful(lib *Library, top *lua.FunctionProto) {
 // keepsState reports whether a call of fn, a function of lib, could
 // change what a later call sees.
 func (sb *sandbox) keepsState(lib *Library, fn *lua.LFunction, top *lua.FunctionProto) bool {
-	// the values the function reaches: closures and their upvalues
+	// the values the function reaches: closures, their upvalues, tables
 	live := map[*lua.FunctionProto]bool{}
+	kept := keptTables{}
 	seen := map[*lua.LFunction]bool{}
+	seenT := map[*lua.LTable]bool{}
 	var mutable func(v lua.LValue) bool
 	mutable = func(v lua.LValue) bool {
 		switch x := v.(type) {
 		case *lua.LNilType, lua.LBool, lua.LNumber, lua.LString:
 			return false
 		case *lua.LTable:
-			return !sb.isProtected(x)
+			if sb.isProtected(x) || seenT[x] {
+				return false
+			}
+			seenT[x] = true
+			if x.Metatable != nil && x.Metatable != lua.LNil {
+				return true // a load cannot set one; indexing it could run code
+			}
+			bad := false
+			x.ForEach(func(k, val lua.LValue) {
+				if sb.writableTable(k) || sb.writableTable(val) {
+					kept.nested = true
+				}
+				bad = bad || mutable(k) || mutable(val)
+			})
+			return bad
 		case *lua.LFunction:
 			if x.IsG || seen[x] {
 				return false // Go functions keep nothing of their own
@@ -74,8 +96,14 @@ func (sb *sandbox) keepsState(lib *Library, fn *lua.LFunction, top *lua.Function
 				return true
 			}
 			live[x.Proto] = true
-			for _, uv := range x.Upvalues {
-				if uv != nil && mutable(uv.Value()) {
+			for i, uv := range x.Upvalues {
+				if uv == nil {
+					continue
+				}
+				if sb.writableTable(uv.Value()) {
+					kept.add(x.Proto, i)
+				}
+				if mutable(uv.Value()) {
 					return true
 				}
 			}
@@ -86,8 +114,15 @@ func (sb *sandbox) keepsState(lib *Library, fn *lua.LFunction, top *lua.Function
 	if mutable(fn) {
 		return true
 	}
-	// the code: an assignment to a variable that outlives the call
-	return setsKeptUpvalue(top, live)
+	// the code: an assignment to a variable that outlives the call, or a
+	// kept table changed or let go
+	return setsKeptUpvalue(top, live) || len(kept.up) > 0 && tablesEscape(top, live, &kept)
+}
+
+// writableTable reports whether v is a table a script could write to.
+func (sb *sandbox) writableTable(v lua.LValue) bool {
+	t, ok := v.(*lua.LTable)
+	return ok && !sb.isProtected(t)
 }
 
 // setsKeptUpvalue reports whether a function of the chunk top assigns
@@ -176,3 +211,325 @@ func (e *Engine) freshFunction(lib *Library, fname string) (*libFunction, resp.R
 	}
 	return f, resp.NilReply
 }
+
+// keptTables is what the load left of writable tables: which upvalues of
+// which prototypes hold one in a closure that outlived the load, and
+// whether one of those tables holds another (then a field read from one
+// may be a kept table too).
+type keptTables struct {
+	up     map[protoUpvalue]bool
+	nested bool
+}
+
+type protoUpvalue struct {
+	p *lua.FunctionProto
+	i int
+}
+
+func (k *keptTables) add(p *lua.FunctionProto, i int) {
+	if k.up == nil {
+		k.up = map[protoUpvalue]bool{}
+	}
+	k.up[protoUpvalue{p, i}] = true
+}
+
+// tablesEscape reports whether a function of the chunk top could change
+// a kept table or let it go (see the top of this file).
+//
+// A register may hold a kept table once an instruction puts one there:
+// GETUPVAL of an upvalue that may hold one (taintedUp), a field read from
+// such a register when kept tables hold others, a MOVE from such a
+// register. That is read per function, for all its code at once (a
+// register that holds a kept table anywhere is suspect everywhere), so
+// it errs only towards "stateful". Every read of a suspect register then
+// counts as letting the table go, except: the table of a field read, a
+// MOVE (followed above), a comparison for equality, a truth test, its
+// length (the instrumentation's length function keeps nothing). A kept
+// table has no metatable (a load cannot set one), so none of these runs
+// code. A table let go may be changed by whatever got it; one written to
+// (SETTABLE on it) is changed.
+func tablesEscape(top *lua.FunctionProto, live map[*lua.FunctionProto]bool, kept *keptTables) bool {
+	parents := map[*lua.FunctionProto]*lua.FunctionProto{}
+	var index func(p *lua.FunctionProto)
+	index = func(p *lua.FunctionProto) {
+		for _, c := range p.FunctionPrototypes {
+			parents[c] = p
+			index(c)
+		}
+	}
+	index(top)
+	memo := map[protoUpvalue]bool{}
+	// taintedUp: whether upvalue i of p may hold a kept table. Cells of
+	// closures that outlived the load hold what the walk saw; a closure
+	// made during a call gets a cell from its maker's upvalue (GETUPVAL
+	// after the CLOSURE: as tainted as that one) or a register of its
+	// maker (MOVE: the maker's code lets the table go, if it was one).
+	var taintedUp func(p *lua.FunctionProto, i int) bool
+	taintedUp = func(p *lua.FunctionProto, i int) bool {
+		k := protoUpvalue{p, i}
+		if v, ok := memo[k]; ok {
+			return v
+		}
+		v := live[p] && kept.up[k]
+		if parent := parents[p]; !v && parent != nil && parent != top {
+			if capture, ok := closureCapture(parent, p, i); ok && opCode(capture) == lua.OP_GETUPVAL {
+				v = taintedUp(parent, opB(capture))
+			} else if !ok {
+				v = true // not found: assume the worst
+			}
+		}
+		memo[k] = v
+		return v
+	}
+	var walk func(p *lua.FunctionProto) bool
+	walk = func(p *lua.FunctionProto) bool {
+		for _, c := range p.FunctionPrototypes {
+			if registersLetGo(c, kept.nested, func(i int) bool { return taintedUp(c, i) }) || walk(c) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(top) // the chunk's own code runs only at the load
+}
+
+// closureCapture returns the instruction after parent's CLOSURE of p that
+// gives p's upvalue i its cell (a MOVE or a GETUPVAL).
+func closureCapture(parent, p *lua.FunctionProto, i int) (uint32, bool) {
+	for pc, in := range parent.Code {
+		if opCode(in) == lua.OP_CLOSURE && opBx(in) < len(parent.FunctionPrototypes) &&
+			parent.FunctionPrototypes[opBx(in)] == p && pc+1+i < len(parent.Code) {
+			return parent.Code[pc+1+i], true
+		}
+	}
+	return 0, false
+}
+
+// registersLetGo reports whether p's code could change or let go a kept
+// table (see tablesEscape); taintedUp tells which upvalues may hold one.
+//
+// Which registers may hold a kept table is followed along the code's
+// control flow (a forward analysis; where paths meet, a register is
+// suspect if it is on any of them): a register written by anything but
+// GETUPVAL of a suspect upvalue, a field read from a suspect register
+// (when kept tables hold others) or a MOVE from one holds something else
+// from there on. A call's results and a loop's variables are not kept
+// tables: a function could only hand one out after getting it, and
+// giving it counts as letting it go, here or in that function's code.
+func registersLetGo(p *lua.FunctionProto, nested bool, taintedUp func(int) bool) bool {
+	code := p.Code
+	n := len(code)
+	if n == 0 {
+		return false
+	}
+	// captures returns how many instructions after pc are a CLOSURE's captures
+	captures := func(pc int) int {
+		in := code[pc]
+		if opCode(in) == lua.OP_CLOSURE && opBx(in) < len(p.FunctionPrototypes) {
+			return int(p.FunctionPrototypes[opBx(in)].NumUpvalues)
+		}
+		return 0
+	}
+	const maxSbx = (1<<18 - 1) >> 1
+	// next returns the instructions that may run after pc
+	next := func(pc int) []int {
+		in := code[pc]
+		jump := pc + 1 + opBx(in) - maxSbx
+		switch opCode(in) {
+		case lua.OP_JMP, lua.OP_FORPREP:
+			return []int{jump}
+		case lua.OP_FORLOOP:
+			return []int{jump, pc + 1}
+		case lua.OP_EQ, lua.OP_LT, lua.OP_LE, lua.OP_TEST, lua.OP_TESTSET, lua.OP_TFORLOOP:
+			return []int{pc + 1, pc + 2}
+		case lua.OP_LOADBOOL:
+			if opC(in) != 0 {
+				return []int{pc + 2}
+			}
+		case lua.OP_RETURN:
+			return nil
+		case lua.OP_CLOSURE:
+			return []int{pc + 1 + captures(pc)}
+		}
+		return []int{pc + 1}
+	}
+	// step applies the instruction at pc to the suspect registers t
+	step := func(pc int, t *regSet) {
+		in := code[pc]
+		a, b, c := opA(in), opB(in), opC(in)
+		switch opCode(in) {
+		case lua.OP_GETUPVAL:
+			t.put(a, taintedUp(b))
+		case lua.OP_GETTABLE, lua.OP_GETTABLEKS:
+			t.put(a, nested && t.has(b))
+		case lua.OP_MOVE:
+			t.put(a, t.has(b) && !lenArgument(p, pc))
+		case lua.OP_MOVEN:
+			t.put(a, t.has(b))
+		case lua.OP_LOADNIL:
+			for r := a; r <= b; r++ {
+				t.put(r, false)
+			}
+		case lua.OP_SELF:
+			t.put(a, false)
+			t.put(a+1, false)
+		case lua.OP_CALL:
+			for r := a; r <= a+c-2; r++ {
+				t.put(r, false)
+			}
+			if c == 0 {
+				t.put(a, false)
+			}
+		case lua.OP_VARARG:
+			for r := a; r <= a+b-2; r++ {
+				t.put(r, false)
+			}
+		case lua.OP_FORLOOP, lua.OP_FORPREP:
+			t.put(a, false)
+			t.put(a+3, false)
+		case lua.OP_TFORLOOP:
+			for r := a + 3; r <= a+2+c; r++ {
+				t.put(r, false)
+			}
+		case lua.OP_LOADK, lua.OP_LOADBOOL, lua.OP_GETGLOBAL, lua.OP_NEWTABLE, lua.OP_ADD, lua.OP_SUB,
+			lua.OP_MUL, lua.OP_DIV, lua.OP_MOD, lua.OP_POW, lua.OP_UNM, lua.OP_NOT, lua.OP_LEN,
+			lua.OP_CONCAT, lua.OP_TESTSET, lua.OP_CLOSURE:
+			t.put(a, false)
+		}
+	}
+	in := make([]regSet, n) // what may be suspect before each instruction
+	reached := make([]bool, n)
+	reached[0] = true
+	work := []int{0}
+	for len(work) > 0 {
+		pc := work[len(work)-1]
+		work = work[:len(work)-1]
+		t := in[pc]
+		step(pc, &t)
+		for _, q := range next(pc) {
+			if q < 0 || q >= n {
+				continue
+			}
+			if merged := in[q].union(t); !reached[q] || merged != in[q] {
+				in[q], reached[q] = merged, true
+				work = append(work, q)
+			}
+		}
+	}
+	for pc := 0; pc < n; pc++ {
+		if reached[pc] && letsGo(p, pc, &in[pc], captures(pc)) {
+			return true
+		}
+	}
+	return false
+}
+
+// letsGo reports whether the instruction at pc reads a suspect register
+// t other than as registersLetGo allows.
+func letsGo(p *lua.FunctionProto, pc int, t *regSet, captures int) bool {
+	if t.empty() {
+		return false
+	}
+	in := p.Code[pc]
+	a, b, c := opA(in), opB(in), opC(in)
+	rk := func(x int) bool { return x&rkConstant == 0 && t.has(x) }
+	span := func(a, n int) bool { // n < 0: from a to the top
+		for r := a; r < regCount && (n < 0 || r < a+n); r++ {
+			if t.has(r) {
+				return true
+			}
+		}
+		return false
+	}
+	switch opCode(in) {
+	case lua.OP_MOVE, lua.OP_MOVEN, lua.OP_LOADK, lua.OP_LOADBOOL, lua.OP_LOADNIL,
+		lua.OP_GETUPVAL, lua.OP_GETGLOBAL, lua.OP_NEWTABLE, lua.OP_JMP, lua.OP_CLOSE,
+		lua.OP_VARARG, lua.OP_NOP, lua.OP_TEST, lua.OP_LEN, lua.OP_EQ:
+		// followed, or a read that lets nothing go (equality and length
+		// of a table without a metatable run no code)
+		return false
+	case lua.OP_CLOSURE:
+		for k := 1; k <= captures && pc+k < len(p.Code); k++ {
+			if capture := p.Code[pc+k]; opCode(capture) == lua.OP_MOVE && t.has(opB(capture)) {
+				return true // captured: the closure may do anything with it
+			}
+		}
+		return false
+	case lua.OP_GETTABLE, lua.OP_GETTABLEKS:
+		return rk(c)
+	case lua.OP_SETTABLE, lua.OP_SETTABLEKS:
+		return t.has(a) || rk(b) || rk(c)
+	case lua.OP_ADD, lua.OP_SUB, lua.OP_MUL, lua.OP_DIV, lua.OP_MOD, lua.OP_POW, lua.OP_LT, lua.OP_LE:
+		return rk(b) || rk(c)
+	case lua.OP_UNM, lua.OP_NOT, lua.OP_TESTSET:
+		return t.has(b)
+	case lua.OP_SELF:
+		return t.has(b) || rk(c)
+	case lua.OP_SETGLOBAL, lua.OP_SETUPVAL:
+		return t.has(a)
+	case lua.OP_CONCAT:
+		return span(b, c-b+1)
+	case lua.OP_CALL, lua.OP_TAILCALL:
+		if lenCall(p, pc) {
+			return false // #x: the length function keeps nothing
+		}
+		return span(a, b) || b == 0 && span(a, -1)
+	case lua.OP_RETURN:
+		return span(a, b-1) || b == 0 && span(a, -1)
+	case lua.OP_SETLIST:
+		return span(a, b+1) || b == 0 && span(a, -1)
+	case lua.OP_FORLOOP, lua.OP_FORPREP:
+		return span(a, 4)
+	case lua.OP_TFORLOOP:
+		return span(a, 3)
+	}
+	return true // an instruction this list does not know: assume the worst
+}
+
+// lenCall reports whether the CALL at pc is the instrumentation's length
+// function called on a value one instruction put in place (#x is
+// \0len(x, desc)): GETUPVAL f \0len; <f+1 := x>; LOADK f+2 desc; CALL f 3 2.
+func lenCall(p *lua.FunctionProto, pc int) bool {
+	if pc < 3 {
+		return false
+	}
+	up, arg, k, call := p.Code[pc-3], p.Code[pc-2], p.Code[pc-1], p.Code[pc]
+	f := opA(call)
+	if opCode(call) != lua.OP_CALL || opB(call) != 3 || opC(call) != 2 ||
+		opCode(up) != lua.OP_GETUPVAL || opA(up) != f || opB(up) >= len(p.DbgUpvalues) || p.DbgUpvalues[opB(up)] != hidLen ||
+		opCode(k) != lua.OP_LOADK || opA(k) != f+2 || opA(arg) != f+1 {
+		return false
+	}
+	switch opCode(arg) {
+	case lua.OP_MOVE, lua.OP_GETUPVAL, lua.OP_GETTABLE, lua.OP_GETTABLEKS:
+		return true // writes f+1 alone
+	}
+	return false
+}
+
+// regSet is a set of registers (a Lua function has at most 256).
+type regSet [4]uint64
+
+const regCount = 256
+
+func (s *regSet) has(r int) bool { return r >= 0 && r < regCount && s[r>>6]&(1<<(r&63)) != 0 }
+
+func (s *regSet) put(r int, on bool) {
+	if r < 0 || r >= regCount {
+		return
+	}
+	if on {
+		s[r>>6] |= 1 << (r & 63)
+	} else {
+		s[r>>6] &^= 1 << (r & 63)
+	}
+}
+
+func (s regSet) union(o regSet) regSet {
+	for i := range s {
+		s[i] |= o[i]
+	}
+	return s
+}
+
+func (s *regSet) empty() bool { return *s == regSet{} }

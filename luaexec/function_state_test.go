@@ -48,6 +48,60 @@ redis.register_function('sum', function(keys, args)
   local t = {} t[1] = total
   return t
 end)`, false},
+		{"a table of constants, its fields read", `
+local C = {ttl = 30000, prefix = 'lock:', on = true}
+redis.register_function('take', function(keys, args)
+  if #C == 0 and C.on and C ~= nil then
+    return redis.call('set', C.prefix .. keys[1], args[1], 'px', C.ttl)
+  end
+end)`, false},
+		{"a table of constants holding a table (conservative)", `
+local C = {ttl = 30000, names = {'a', 'b'}}
+redis.register_function('f', function(keys) return C.ttl end)`, true},
+		{"a module table of functions", `
+local M = {}
+function M.key(k) return 'lock:' .. k end
+function M.take(keys, args) return redis.call('set', M.key(keys[1]), args[1]) end
+redis.register_function('take', M.take)`, false},
+		{"a kept table read by a closure made in the call", `
+local C = {ttl = 30000}
+redis.register_function('f', function(keys)
+  local function get(k) return C[k] end
+  return get('ttl')
+end)`, false},
+		{"a kept table written", `
+local C = {n = 0}
+redis.register_function('f', function() C.n = C.n + 1 return C.n end)`, true},
+		{"a kept table written through a local", `
+local C = {n = 0}
+redis.register_function('f', function() local c = C c.n = 1 return 1 end)`, true},
+		{"a kept table written by a closure made in the call", `
+local C = {}
+redis.register_function('f', function(keys)
+  local function put() C[keys[1]] = true end
+  put()
+  return 1
+end)`, true},
+		{"a kept table captured from a register", `
+local C = {}
+redis.register_function('f', function(keys)
+  local c = C
+  local function put() c.x = 1 end
+  put()
+  return 1
+end)`, true},
+		{"a table inside a kept table written", `
+local C = {sub = {}}
+redis.register_function('f', function(keys) C.sub.x = keys[1] return 1 end)`, true},
+		{"a kept table passed to a function", `
+local C = {}
+redis.register_function('f', function(keys) table.insert(C, keys[1]) return #C end)`, true},
+		{"a kept table iterated (conservative)", `
+local C = {'a', 'b'}
+redis.register_function('f', function() local n = 0 for _, v in ipairs(C) do n = n + 1 end return n end)`, true},
+		{"a kept table stored in a new one", `
+local C = {}
+redis.register_function('f', function() local t = {C} t[1].x = 1 return 1 end)`, true},
 		{"a library local assigned", `
 local n = 0
 redis.register_function('count', function() n = n + 1 return n end)`, true},
@@ -218,4 +272,56 @@ func TestStatefulLibraryBudget(t *testing.T) {
 			t.Fatalf("call %d: %q", i, r.Append(nil))
 		}
 	}
+}
+
+// The property the fresh copies exist for: a library kept since its load
+// answers every call as a library loaded again just before the call (a
+// node restarted from a snapshot) does. Any library, any function: a
+// function judged unable to change state that could would answer
+// otherwise on the second engine.
+func FuzzLibraryStateSameAfterReload(f *testing.F) {
+	for _, s := range []string{
+		"local n = 0\nredis.register_function('f', function() n = n + 1 return n end)",
+		"local C = {n = 0}\nredis.register_function('f', function(k) C.n = C.n + 1 return C.n end)",
+		"local C = {ttl = 1}\nredis.register_function('f', function(k) local function g() return C.ttl end return g() end)",
+		"local C = {}\nredis.register_function('f', function(k) local c = C local function put() c.x = (c.x or 0) + 1 end put() return c.x end)",
+		"local M = {}\nfunction M.g(k) return k end\nfunction M.f(k, a) return M.g(k[1]) end\nredis.register_function('f', M.f)",
+		"local C = {s = {}}\nredis.register_function('f', function(k) local s = C.s s[#s+1] = k[1] return #s end)",
+		"local function mk() local c = 0 return function() c = c + 1 return c end end\nlocal g = mk()\nredis.register_function('f', function() return g() end)",
+		"local t = {}\nredis.register_function('f', function(k) local r = rawget(t, 'x') rawset(t, 'x', 1) return r end)",
+		"local t = {1}\nredis.register_function('f', function(k) return #t + (t[1] == 1 and 1 or 0) end)",
+	} {
+		f.Add("#!lua name=lib\n" + s)
+	}
+	a, b := New(Options{Budget: 100_000}), New(Options{Budget: 100_000})
+	defer a.Close()
+	defer b.Close()
+	f.Fuzz(func(t *testing.T, code string) {
+		name, msg := ParseLibraryMeta([]byte(code))
+		if msg != "" {
+			return
+		}
+		lib, r := a.LoadLibrary(name, []byte(code))
+		if r.IsError() {
+			return
+		}
+		a.Keep(lib)
+		defer a.Drop(name)
+		defer b.Drop(name)
+		keys, args := [][]byte{[]byte("k")}, [][]byte{[]byte("v")}
+		for i := 0; i < 3; i++ {
+			for _, fn := range lib.Functions {
+				lb, r := b.LoadLibrary(name, []byte(code))
+				if r.IsError() {
+					t.Fatalf("the library loads on one engine and not on the other: %q", r.Append(nil))
+				}
+				b.Keep(lb)
+				ra := a.CallFunction(name, fn.Name, keys, args, nopCaller{})
+				rb := b.CallFunction(name, fn.Name, keys, args, nopCaller{})
+				if ga, gb := ra.Append(nil), rb.Append(nil); string(ga) != string(gb) {
+					t.Fatalf("call %d of %s: %q after the load, %q just after a reload (stateful: %v)", i, fn.Name, ga, gb, lib.fns[fn.Name].fresh)
+				}
+			}
+		}
+	})
 }
