@@ -51,16 +51,77 @@ import (
 // function that cannot change them itself always finds them as the load
 // left them.
 func (sb *sandbox) markStateful(lib *Library, top *lua.FunctionProto) {
+	c := newChunkProtos(top)
 	lib.stateful = false
-	for _, f := range lib.fns {
-		f.fresh = sb.keepsState(lib, f.fn, top)
+	for _, info := range lib.Functions { // in registration order: see checkSteps
+		f := lib.fns[info.Name]
+		f.fresh = sb.keepsState(lib, f.fn, c)
 		lib.stateful = lib.stateful || f.fresh
 	}
 }
 
+// checkSteps bounds the work markStateful does for one library (values
+// walked, instructions read), so that a library made to be slow to check
+// (thousands of functions that each reach the same big helpers) costs a
+// load no more than a few tens of milliseconds: the functions left when
+// it is spent are stateful, which is always safe. The order of the
+// functions is the library's, so every node marks the same ones.
+const checkSteps = 1 << 21
+
+// chunkProtos is a chunk's prototypes: the chunk's own and those nested
+// in it, with the one each is nested in.
+type chunkProtos struct {
+	top     *lua.FunctionProto
+	parents map[*lua.FunctionProto]*lua.FunctionProto
+	steps   int // spent of checkSteps
+}
+
+// spend counts n steps of checkSteps and reports whether they are spent.
+func (c *chunkProtos) spend(n int) bool {
+	c.steps += n
+	return c.steps > checkSteps
+}
+
+func newChunkProtos(top *lua.FunctionProto) *chunkProtos {
+	c := &chunkProtos{top: top, parents: map[*lua.FunctionProto]*lua.FunctionProto{}}
+	var index func(p *lua.FunctionProto)
+	index = func(p *lua.FunctionProto) {
+		for _, child := range p.FunctionPrototypes {
+			c.parents[child] = p
+			index(child)
+		}
+	}
+	index(top)
+	return c
+}
+
+// callableProtos returns the prototypes whose code may run during a call: those
+// of the closures a function reaches once the load is over (live), and
+// those nested in them, whose closures a call may make. Other code (the
+// chunk's own, a helper only the load called) never runs again.
+func callableProtos(live map[*lua.FunctionProto]bool) []*lua.FunctionProto {
+	var out []*lua.FunctionProto
+	seen := map[*lua.FunctionProto]bool{}
+	var add func(p *lua.FunctionProto)
+	add = func(p *lua.FunctionProto) {
+		if seen[p] {
+			return
+		}
+		seen[p] = true
+		out = append(out, p)
+		for _, child := range p.FunctionPrototypes {
+			add(child)
+		}
+	}
+	for p := range live { // any order: the callers only ask whether one of them does something
+		add(p)
+	}
+	return out
+}
+
 // keepsState reports whether a call of fn, a function of lib, could
 // change what a later call sees.
-func (sb *sandbox) keepsState(lib *Library, fn *lua.LFunction, top *lua.FunctionProto) bool {
+func (sb *sandbox) keepsState(lib *Library, fn *lua.LFunction, c *chunkProtos) bool {
 	// the values the function reaches: closures, their upvalues, tables
 	live := map[*lua.FunctionProto]bool{}
 	kept := keptTables{}
@@ -68,6 +129,9 @@ func (sb *sandbox) keepsState(lib *Library, fn *lua.LFunction, top *lua.Function
 	seenT := map[*lua.LTable]bool{}
 	var mutable func(v lua.LValue) bool
 	mutable = func(v lua.LValue) bool {
+		if c.spend(1) {
+			return true
+		}
 		switch x := v.(type) {
 		case *lua.LNilType, lua.LBool, lua.LNumber, lua.LString:
 			return false
@@ -116,7 +180,8 @@ func (sb *sandbox) keepsState(lib *Library, fn *lua.LFunction, top *lua.Function
 	}
 	// the code: an assignment to a variable that outlives the call, or a
 	// kept table changed or let go
-	return setsKeptUpvalue(top, live) || len(kept.up) > 0 && tablesEscape(top, live, &kept)
+	code := callableProtos(live)
+	return setsKeptUpvalue(c, live, code) || len(kept.up) > 0 && tablesEscape(c, live, code, &kept)
 }
 
 // writableTable reports whether v is a table a script could write to.
@@ -125,9 +190,10 @@ func (sb *sandbox) writableTable(v lua.LValue) bool {
 	return ok && !sb.isProtected(t)
 }
 
-// setsKeptUpvalue reports whether a function of the chunk top assigns
-// an upvalue whose cell may outlive a call. live holds the prototypes of
-// the closures the registered functions reach once the load is over.
+// setsKeptUpvalue reports whether code, the prototypes that may run in a
+// call (callableProtos), assigns an upvalue whose cell may outlive the call.
+// live holds the prototypes of the closures the function reaches once
+// the load is over.
 //
 // Every cell of such a closure outlives calls. A closure made during a
 // call (its prototype not in live: none of its closures outlived the
@@ -135,66 +201,44 @@ func (sb *sandbox) writableTable(v lua.LValue) bool {
 // upvalue: a local of the function running it (a MOVE after the
 // CLOSURE), which is that call's own and new, or an upvalue of that
 // function (a GETUPVAL), which outlives calls if that one does.
-func setsKeptUpvalue(top *lua.FunctionProto, live map[*lua.FunctionProto]bool) bool {
-	type key struct {
-		p *lua.FunctionProto
-		i int
-	}
-	memo := map[key]bool{}
-	var kept func(p, parent *lua.FunctionProto, i int) bool
-	parents := map[*lua.FunctionProto]*lua.FunctionProto{}
-	kept = func(p, parent *lua.FunctionProto, i int) bool {
+func setsKeptUpvalue(c *chunkProtos, live map[*lua.FunctionProto]bool, code []*lua.FunctionProto) bool {
+	memo := map[protoUpvalue]bool{}
+	var kept func(p *lua.FunctionProto, i int) bool
+	kept = func(p *lua.FunctionProto, i int) bool {
 		if live[p] {
 			return true
 		}
+		parent := c.parents[p]
 		if parent == nil {
 			return false // the chunk has no upvalues
 		}
-		k := key{p, i}
+		k := protoUpvalue{p, i}
 		if v, ok := memo[k]; ok {
 			return v
 		}
-		memo[k] = true // a cycle cannot happen; assume the worst if it did
-		v := true
-		for pc := 0; pc < len(parent.Code); pc++ {
-			in := parent.Code[pc]
-			if opCode(in) != lua.OP_CLOSURE || opBx(in) >= len(parent.FunctionPrototypes) ||
-				parent.FunctionPrototypes[opBx(in)] != p {
-				continue
-			}
-			if pc+1+i >= len(parent.Code) {
-				break
-			}
-			capture := parent.Code[pc+1+i]
+		v := true // a capture not found: assume the worst
+		if capture, ok := closureCapture(parent, p, i); ok {
 			switch opCode(capture) {
 			case lua.OP_MOVE:
 				v = false
 			case lua.OP_GETUPVAL:
-				v = kept(parent, parents[parent], opB(capture))
+				v = kept(parent, opB(capture))
 			}
-			break
 		}
 		memo[k] = v
 		return v
 	}
-	var walk func(p *lua.FunctionProto) bool
-	walk = func(p *lua.FunctionProto) bool {
-		for _, child := range p.FunctionPrototypes {
-			parents[child] = p
+	for _, p := range code {
+		if c.spend(len(p.Code)) {
+			return true
 		}
-		for _, child := range p.FunctionPrototypes {
-			for _, in := range child.Code {
-				if opCode(in) == lua.OP_SETUPVAL && kept(child, p, opB(in)) {
-					return true
-				}
-			}
-			if walk(child) {
+		for _, in := range p.Code {
+			if opCode(in) == lua.OP_SETUPVAL && kept(p, opB(in)) {
 				return true
 			}
 		}
-		return false
 	}
-	return walk(top)
+	return false
 }
 
 // freshFunction runs lib's chunk again into a copy of its own and returns
@@ -248,16 +292,7 @@ func (k *keptTables) add(p *lua.FunctionProto, i int) {
 // table has no metatable (a load cannot set one), so none of these runs
 // code. A table let go may be changed by whatever got it; one written to
 // (SETTABLE on it) is changed.
-func tablesEscape(top *lua.FunctionProto, live map[*lua.FunctionProto]bool, kept *keptTables) bool {
-	parents := map[*lua.FunctionProto]*lua.FunctionProto{}
-	var index func(p *lua.FunctionProto)
-	index = func(p *lua.FunctionProto) {
-		for _, c := range p.FunctionPrototypes {
-			parents[c] = p
-			index(c)
-		}
-	}
-	index(top)
+func tablesEscape(c *chunkProtos, live map[*lua.FunctionProto]bool, code []*lua.FunctionProto, kept *keptTables) bool {
 	memo := map[protoUpvalue]bool{}
 	// taintedUp: whether upvalue i of p may hold a kept table. Cells of
 	// closures that outlived the load hold what the walk saw; a closure
@@ -271,7 +306,7 @@ func tablesEscape(top *lua.FunctionProto, live map[*lua.FunctionProto]bool, kept
 			return v
 		}
 		v := live[p] && kept.up[k]
-		if parent := parents[p]; !v && parent != nil && parent != top {
+		if parent := c.parents[p]; !v && parent != nil && parent != c.top {
 			if capture, ok := closureCapture(parent, p, i); ok && opCode(capture) == lua.OP_GETUPVAL {
 				v = taintedUp(parent, opB(capture))
 			} else if !ok {
@@ -281,16 +316,12 @@ func tablesEscape(top *lua.FunctionProto, live map[*lua.FunctionProto]bool, kept
 		memo[k] = v
 		return v
 	}
-	var walk func(p *lua.FunctionProto) bool
-	walk = func(p *lua.FunctionProto) bool {
-		for _, c := range p.FunctionPrototypes {
-			if registersLetGo(c, kept.nested, func(i int) bool { return taintedUp(c, i) }) || walk(c) {
-				return true
-			}
+	for _, p := range code {
+		if registersLetGo(p, kept.nested, func(i int) bool { return taintedUp(p, i) }, c.spend) {
+			return true
 		}
-		return false
 	}
-	return walk(top) // the chunk's own code runs only at the load
+	return false
 }
 
 // closureCapture returns the instruction after parent's CLOSURE of p that
@@ -316,7 +347,7 @@ func closureCapture(parent, p *lua.FunctionProto, i int) (uint32, bool) {
 // from there on. A call's results and a loop's variables are not kept
 // tables: a function could only hand one out after getting it, and
 // giving it counts as letting it go, here or in that function's code.
-func registersLetGo(p *lua.FunctionProto, nested bool, taintedUp func(int) bool) bool {
+func registersLetGo(p *lua.FunctionProto, nested bool, taintedUp func(int) bool, spend func(int) bool) bool {
 	code := p.Code
 	n := len(code)
 	if n == 0 {
@@ -402,6 +433,9 @@ func registersLetGo(p *lua.FunctionProto, nested bool, taintedUp func(int) bool)
 	reached[0] = true
 	work := []int{0}
 	for len(work) > 0 {
+		if spend(1) {
+			return true
+		}
 		pc := work[len(work)-1]
 		work = work[:len(work)-1]
 		t := in[pc]
@@ -415,6 +449,9 @@ func registersLetGo(p *lua.FunctionProto, nested bool, taintedUp func(int) bool)
 				work = append(work, q)
 			}
 		}
+	}
+	if spend(n) {
+		return true
 	}
 	for pc := 0; pc < n; pc++ {
 		if reached[pc] && letsGo(p, pc, &in[pc], captures(pc)) {

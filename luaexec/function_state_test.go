@@ -1,6 +1,8 @@
 package luaexec
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -102,6 +104,11 @@ redis.register_function('f', function() local n = 0 for _, v in ipairs(C) do n =
 		{"a kept table stored in a new one", `
 local C = {}
 redis.register_function('f', function() local t = {C} t[1].x = 1 return 1 end)`, true},
+		{"a library local assigned by a helper only the load calls", `
+local n = 0
+local function init() n = 5 end
+init()
+redis.register_function('f', function() return n end)`, false},
 		{"a library local assigned", `
 local n = 0
 redis.register_function('count', function() n = n + 1 return n end)`, true},
@@ -324,4 +331,39 @@ func FuzzLibraryStateSameAfterReload(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A library made to be slow to check (many functions reaching one big
+// helper) costs its load a bounded amount of checking: the functions
+// registered once checkSteps is spent are stateful (safe, only slower),
+// the same ones on every engine.
+func TestLibraryStateCheckBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("#!lua name=big\nlocal function helper(k)\n")
+	for i := 0; i < 2000; i++ {
+		b.WriteString("  k = k .. 'a'\n")
+	}
+	b.WriteString("  return k\nend\n")
+	const fns = 1500
+	for i := 0; i < fns; i++ {
+		b.WriteString("redis.register_function('f" + strconv.Itoa(i) + "', function(keys) return helper(keys[1]) end)\n")
+	}
+	var marks [2][]bool
+	for j := range marks {
+		e := New(Options{Budget: 1 << 40})
+		lib, r := e.LoadLibrary("big", []byte(b.String()))
+		if r.IsError() {
+			t.Fatal(r)
+		}
+		for _, f := range lib.Functions {
+			marks[j] = append(marks[j], lib.fns[f.Name].fresh)
+		}
+		e.Close()
+	}
+	if marks[0][0] || !marks[0][fns-1] {
+		t.Fatalf("first function stateful: %v, last: %v; want false, true", marks[0][0], marks[0][fns-1])
+	}
+	if fmt.Sprint(marks[0]) != fmt.Sprint(marks[1]) {
+		t.Fatal("two engines marked different functions")
+	}
 }
