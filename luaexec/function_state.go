@@ -53,33 +53,52 @@ import (
 func (sb *sandbox) markStateful(lib *Library, top *lua.FunctionProto) {
 	c := newChunkProtos(top)
 	lib.stateful = false
+	total := 0
 	for _, info := range lib.Functions { // in registration order: see checkSteps
 		f := lib.fns[info.Name]
-		f.fresh = sb.keepsState(lib, f.fn, c)
+		f.fresh = true
+		if total < checkSteps {
+			c.steps = 0
+			f.fresh = sb.keepsState(lib, f.fn, c)
+			total += c.steps
+			if f.fresh {
+				total += fnCheckSteps - c.steps
+			}
+		}
 		lib.stateful = lib.stateful || f.fresh
 	}
 }
 
-// checkSteps bounds the work markStateful does for one library (values
-// walked, instructions read), so that a library made to be slow to check
-// (thousands of functions that each reach the same big helpers) costs a
-// load no more than a few tens of milliseconds: the functions left when
-// it is spent are stateful, which is always safe. The order of the
-// functions is the library's, so every node marks the same ones.
-const checkSteps = 1 << 21
+// fnCheckSteps and checkSteps bound the work markStateful does for one
+// function and for one library (values walked, instructions read), so
+// that a library made to be slow to check (thousands of functions that
+// each reach the same big helpers) costs a load no more than a few tens
+// of milliseconds: a function whose check would take more, and the
+// functions left once the library's steps are spent, are stateful, which
+// is always safe. The count must be the same on every node, although a
+// check stops at the first thing that makes a function stateful, after a
+// number of steps that depends on the order it met things in (Go's map
+// order, inside a table): a function that is not stateful has been read
+// whole, in as many steps whatever the order, and one that is stateful
+// counts as fnCheckSteps. Functions are checked in the library's order.
+const (
+	fnCheckSteps = 1 << 18
+	checkSteps   = 1 << 21
+)
 
 // chunkProtos is a chunk's prototypes: the chunk's own and those nested
 // in it, with the one each is nested in.
 type chunkProtos struct {
 	top     *lua.FunctionProto
 	parents map[*lua.FunctionProto]*lua.FunctionProto
-	steps   int // spent of checkSteps
+	steps   int // spent on the function being checked
 }
 
-// spend counts n steps of checkSteps and reports whether they are spent.
+// spend counts n steps of the function's check and reports whether it
+// has taken too many (fnCheckSteps).
 func (c *chunkProtos) spend(n int) bool {
 	c.steps += n
-	return c.steps > checkSteps
+	return c.steps > fnCheckSteps
 }
 
 func newChunkProtos(top *lua.FunctionProto) *chunkProtos {
@@ -181,7 +200,8 @@ func (sb *sandbox) keepsState(lib *Library, fn *lua.LFunction, c *chunkProtos) b
 	// the code: an assignment to a variable that outlives the call, or a
 	// kept table changed or let go
 	code := callableProtos(live)
-	return setsKeptUpvalue(c, live, code) || len(kept.up) > 0 && tablesEscape(c, live, code, &kept)
+	return setsKeptUpvalue(c, live, code) || len(kept.up) > 0 && tablesEscape(c, live, code, &kept) ||
+		c.steps > fnCheckSteps
 }
 
 // writableTable reports whether v is a table a script could write to.
@@ -217,6 +237,7 @@ func setsKeptUpvalue(c *chunkProtos, live map[*lua.FunctionProto]bool, code []*l
 			return v
 		}
 		v := true // a capture not found: assume the worst
+		c.spend(len(parent.Code))
 		if capture, ok := closureCapture(parent, p, i); ok {
 			switch opCode(capture) {
 			case lua.OP_MOVE:
@@ -307,6 +328,7 @@ func tablesEscape(c *chunkProtos, live map[*lua.FunctionProto]bool, code []*lua.
 		}
 		v := live[p] && kept.up[k]
 		if parent := c.parents[p]; !v && parent != nil && parent != c.top {
+			c.spend(len(parent.Code))
 			if capture, ok := closureCapture(parent, p, i); ok && opCode(capture) == lua.OP_GETUPVAL {
 				v = taintedUp(parent, opB(capture))
 			} else if !ok {
