@@ -7,9 +7,9 @@ import lua "github.com/yuin/gopher-lua"
 // A script's KEYS and ARGV are kept from run to run (argTable): nothing a
 // script does outlives its run. A function is a closure of its library,
 // and may store the tables it is given where its next call, or another
-// function of the library, would find them again (`local last; ... last =
-// keys`); such a function runs each call in a fresh copy of its
-// library (function_state.go), so a later call cannot see them, but as a second
+// function of the library, would find them again (`local last; ... last
+// = keys`); such a function runs each call in a fresh copy of its library
+// (function_state.go), so a later call cannot see them, but as a second
 // guard a function gets new tables on every call, unless its code shows
 // that it cannot let them go: then no Lua code can ever reach a table it
 // was given once the call is over, and refilling the same table for the
