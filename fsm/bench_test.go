@@ -159,10 +159,21 @@ func BenchmarkIntrospect100k(b *testing.B) {
 // BenchmarkFcallLockUnlock is BenchmarkEvalLockUnlock with the two scripts
 // as the functions of one library, called with FCALL.
 func BenchmarkFcallLockUnlock(b *testing.B) {
+	benchFcallLockUnlock(b, "", "")
+}
+
+// BenchmarkFcallLockUnlockStateful is the same library with a counter of
+// calls in a library-level local: a library that keeps state, whose every
+// call runs its chunk again (luaexec/function_state.go).
+func BenchmarkFcallLockUnlockStateful(b *testing.B) {
+	benchFcallLockUnlock(b, "local calls = 0\n", "calls = calls + 1\n")
+}
+
+func benchFcallLockUnlock(b *testing.B, head, lockHead string) {
 	f := New(Options{})
 	defer f.Close()
-	lib := "#!lua name=benchlock\n" +
-		"local function lock(KEYS, ARGV)\n" + benchLock + "\nend\n" +
+	lib := "#!lua name=benchlock\n" + head +
+		"local function lock(KEYS, ARGV)\n" + lockHead + benchLock + "\nend\n" +
 		"local function unlock(KEYS, ARGV)\n" + benchUnlock + "\nend\n" +
 		"redis.register_function('lock', lock)\nredis.register_function('unlock', unlock)\n"
 	if r := f.Apply(0, Command{Args: toArgs([]string{"FUNCTION", "LOAD", lib})}); r.Reply.IsError() {

@@ -43,11 +43,12 @@ func (f *FSM) RunsWhileWritesRefused(cmd Command) bool {
 		s, ok := f.script(args[1])
 		return !ok || !scriptDeclaresWrites(s.body)
 	case "fcall", "fcall_ro":
-		// Unlike Redis, a function is refused, no-writes or not: its
-		// library's own locals live in each node's Lua state, and a
-		// function run outside the log could change them on this node
-		// only, so that a later FCALL computed other values here than on
-		// the others. An unknown one runs, to answer its error.
+		// Unlike Redis, a function is refused, no-writes or not: decided
+		// when a library's own locals lived in each node's Lua state, so
+		// that a function run outside the log could change them on this
+		// node only. A call can no longer change what a later call sees
+		// (luaexec/function_state.go), so this could be lifted. An unknown
+		// one runs, to answer its error.
 		_, ok := f.functions[string(args[1])]
 		return !ok
 	case "script":

@@ -23,6 +23,11 @@
 //     Engine.State and Engine.SetState.
 //   - Addresses ("table: 0x...") are made-up, numbered per run, and pairs
 //     visits tables in the order Lua 5.1's tables would.
+//   - A function (FCALL) cannot change what a later call sees: one that
+//     could (a library-level local it assigns, a table it could fill) runs
+//     each call in a fresh copy of its library, so a node that loaded the
+//     library again (a restart, a snapshot) answers as the others do
+//     (function_state.go).
 //
 // Speed: a lock server runs the same few scripts over and over, so a run
 // of a cached script allocates nothing in the common case. Each script

@@ -40,6 +40,11 @@ type Library struct {
 	gen     int
 	code    string // what was loaded: a library of that name and other code is another library
 	matched *byte  // the code HasLibrary last found equal to code
+
+	proto     *lua.FunctionProto // the compiled chunk
+	cost      int64              // the work units its load starts with
+	env, meta *lua.LTable        // the chunk's environment and its metatable
+	stateful  bool               // one of its functions may change what a later call sees (function_state.go)
 }
 
 // functionFlags are the flags register_function accepts.
@@ -102,7 +107,8 @@ func validFunctionName(s string) bool {
 
 // loading is the library being loaded: what register_function adds to.
 type loading struct {
-	lib *Library
+	lib   *Library
+	again bool // a fresh copy of a kept library, for one call: redis.log is quiet
 }
 
 // LoadLibrary runs a library's code (its metadata already checked by
@@ -133,38 +139,53 @@ func (e *Engine) LoadLibrary(name string, code []byte) (*Library, resp.Reply) {
 	}
 	proto.IsVarArg &^= lua.VarArgNeedsArg | lua.VarArgHasArg
 
+	lib := &Library{Name: name, fns: map[string]*libFunction{}, gen: e.gen, code: string(code),
+		proto: proto, cost: cost}
+	lib.env, lib.meta = e.sb.libraryEnv(e.L)
+	if r := e.runLibrary(lib, lib); r.IsError() {
+		return nil, r
+	}
+	if len(lib.Functions) == 0 {
+		return nil, resp.Err("ERR No functions registered")
+	}
+	e.sb.bindLibrary(e.L, lib)
+	e.sb.markStateful(lib, proto)
+	return lib, resp.NilReply
+}
+
+// runLibrary runs lib's chunk, registering its functions into into: lib
+// itself at FUNCTION LOAD, a fresh copy for each call of a library that
+// keeps state (function_state.go). The environment is lib's: it cannot be
+// written, so one serves every run of the chunk.
+func (e *Engine) runLibrary(lib, into *Library) resp.Reply {
 	L := e.L
 	sb := e.sb
-	env, meta := sb.libraryEnv(L)
-	fn := L.NewFunctionFromProto(proto)
-	fn.Env = env
-	lib := &Library{Name: name, fns: map[string]*libFunction{}, gen: e.gen, code: string(code)}
-	e.loading = &loading{lib: lib}
+	lib.meta.RawSetString("__index", sb.libraryLoadGlobals(L))
+	fn := L.NewFunctionFromProto(lib.proto)
+	fn.Env = lib.env
+	e.loading = &loading{lib: into, again: into != lib}
 	defer func() { e.loading = nil }()
 
-	e.run.begin(e, name, nil, cost)
+	e.run.begin(e, lib.Name, nil, lib.cost)
 	L.SetTop(0)
 	L.Push(fn)
 	callErr := L.PCall(0, 0, sb.errHandler)
 	e.run.active = false
 	e.run.end()
-	meta.RawSetString("__index", sb.functionGlobals(L))
+	lib.meta.RawSetString("__index", sb.functionGlobals(L))
 	switch {
 	case e.run.fatal != nil:
 		L.SetTop(0)
-		return nil, resp.Err("ERR Error registering functions: ERR FUNCTION LOAD timeout")
+		return resp.Err("ERR Error registering functions: ERR FUNCTION LOAD timeout")
 	case callErr != nil:
 		L.SetTop(0)
 		if ae, ok := callErr.(*lua.ApiError); ok && ae.Type == lua.ApiErrorPanic {
 			defer e.newState()
-			return nil, resp.Err("ERR internal error loading a library: " + ae.Object.String())
+			return resp.Err("ERR internal error loading a library: " + ae.Object.String())
 		}
-		return nil, resp.Err("ERR Error registering functions: " + e.loadErrorText(callErr))
-	case len(lib.Functions) == 0:
-		return nil, resp.Err("ERR No functions registered")
+		return resp.Err("ERR Error registering functions: " + e.loadErrorText(callErr))
 	}
-	sb.bindLibrary(L, lib)
-	return lib, resp.NilReply
+	return resp.NilReply
 }
 
 // loadErrorText is an error raised while a library loaded, as Redis puts
@@ -242,6 +263,12 @@ func (e *Engine) CallFunction(libName, fname string, keys, args [][]byte, c Call
 			reply = resp.Err("ERR internal error running a function")
 		}
 	}()
+	if f.fresh {
+		var r resp.Reply
+		if f, r = e.freshFunction(lib, fname); f == nil {
+			return r
+		}
+	}
 	L := e.L
 	e.run.begin(e, fname, c, costFuncBase)
 	defer e.run.end()
@@ -351,7 +378,7 @@ func (e *Engine) registerFunction(L *lua.LState) int {
 	if _, dup := ld.lib.fns[info.Name]; dup {
 		raiseTable(L, "Function already exists in the library")
 	}
-	ld.lib.fns[info.Name] = newLibFunction(callback)
+	ld.lib.fns[info.Name] = newLibFunction(callback, !ld.again)
 	ld.lib.Functions = append(ld.lib.Functions, info)
 	return 0
 }

@@ -5,15 +5,16 @@ import lua "github.com/yuin/gopher-lua"
 // The keys and arguments of FCALL, as the two tables a function gets.
 //
 // A script's KEYS and ARGV are kept from run to run (argTable): nothing a
-// script does outlives its run. A function is different: it is a closure
-// of its library, and may store the tables it is given where its next
-// call, or another function of the library, finds them again
-// (`local last; ... last = keys`). So a function gets new tables on every
-// call, unless its code shows that it cannot let them go: then no Lua
-// code can ever reach a table it was given once the call is over, and
-// refilling the same table for the next call (as argTable does, only
-// while the table is as the call got it) is indistinguishable from making
-// a new one.
+// script does outlives its run. A function is a closure of its library,
+// and may store the tables it is given where its next call, or another
+// function of the library, would find them again (`local last; ... last
+// = keys`); such a function runs each call in a fresh copy of its library
+// (function_state.go), so a later call cannot see them, but as a second
+// guard a function gets new tables on every call, unless its code shows
+// that it cannot let them go: then no Lua code can ever reach a table it
+// was given once the call is over, and refilling the same table for the
+// next call (as argTable does, only while the table is as the call got
+// it) is indistinguishable from making a new one.
 //
 // The proof is read from the function's bytecode when it is registered,
 // so it is the same on every node and for every call. A parameter lives
@@ -42,11 +43,14 @@ type libFunction struct {
 	fn      *lua.LFunction
 	private [2]bool     // whether the keys, the args table cannot outlive a call
 	args    [2]argTable // the tables of the last call, and their strings
+	fresh   bool        // each call runs in a fresh copy of the library (function_state.go)
 }
 
-func newLibFunction(fn *lua.LFunction) *libFunction {
+// newLibFunction reads fn's bytecode for private parameters when prove
+// is set (a function used for one call only does not need the proof).
+func newLibFunction(fn *lua.LFunction, prove bool) *libFunction {
 	f := &libFunction{fn: fn}
-	if !fn.IsG && fn.Proto != nil {
+	if prove && !fn.IsG && fn.Proto != nil {
 		f.private = privateParams(fn.Proto)
 	}
 	return f

@@ -208,8 +208,8 @@ func (e *Engine) redisLog(L *lua.LState) int {
 	if level < 0 || level > 3 {
 		raiseTable(L, "Invalid debug level.")
 	}
-	if e.opt.Logger == nil {
-		return 0
+	if e.opt.Logger == nil || e.loading != nil && e.loading.again {
+		return 0 // a library's chunk run again for a call logged at its load
 	}
 	var b []byte
 	for j := 2; j <= argc; j++ {
