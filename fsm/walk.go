@@ -236,6 +236,7 @@ var lastPark atomic.Int64
 // member with one P the loop's PINGs waited for that monitor (runtime/trace
 // of a leader during KEYS: the loop runnable 10-30 ms at a time).
 func parkWalk() {
+	runYieldHooks() // event loops in the poller with sockets ready (walk_nudge.go)
 	now := time.Now().UnixNano()
 	if last := lastPark.Load(); now-last < int64(walkParkEvery) && now >= last {
 		runtime.Gosched()
