@@ -179,3 +179,46 @@ func TestTunerBusy(t *testing.T) {
 		t.Fatalf("all released: busy %d", got)
 	}
 }
+
+// TestIdleWatchCollectsSoonAfterBurst: the idle collector looks every
+// quarter of Idle, so a process that goes quiet after a burst (a load of
+// a million keys, collections during it) collects within a quarter of Idle
+// of being quiet with its last collection Idle old, not up to a whole
+// period later, when the next burst (a KEYS, say) may have begun; it never
+// collects during the burst.
+func TestIdleWatchCollectsSoonAfterBurst(t *testing.T) {
+	const idle = time.Second
+	start := time.Unix(1000, 0)
+	const (
+		rate  = 200 << 20 // bytes a second during the burst
+		every = 400 << 20 // allocated between two of its collections
+		end   = 2900 * time.Millisecond
+	)
+	// The counters at d after the start: bytes allocated in all,
+	// collections, the time of the last.
+	at := func(d time.Duration) (a, n uint64, last time.Duration) {
+		a = uint64(min(d, end).Seconds() * rate)
+		n = a / every
+		return a, n, time.Duration(float64(n*every) / rate * float64(time.Second))
+	}
+	w := idleWatch{idle: idle, lastCycle: start}
+	const live, heap = 200 << 20, 260 << 20
+	var collected time.Duration
+	for d := idle / idleLooks; d < 10*time.Second; d += idle / idleLooks {
+		a, n, _ := at(d)
+		if w.look(start.Add(d), n, a, heap, live, false) {
+			collected = d
+			break
+		}
+	}
+	_, _, last := at(end)
+	due := max(end, last+idle)
+	switch {
+	case collected == 0:
+		t.Fatal("never collected after the burst")
+	case collected < end:
+		t.Fatalf("collected during the burst, at %v", collected)
+	case collected-due > idle/4:
+		t.Fatalf("collected at %v, %v after it was due, want within %v", collected, collected-due, idle/4)
+	}
+}
