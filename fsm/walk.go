@@ -38,7 +38,7 @@ import (
 var (
 	walkMinKeys = 1 << 15 // smaller databases are read in one step
 	walkStep    = 8192    // keys per step
-	walkRun     = 2048    // keys listed between two yields (a quarter of the comparisons sorting does between two)
+	walkRun     = 2048    // keys sorted, merged or listed between two yields
 )
 
 // Walk is a long read in progress: BeginWalk, then Run.
@@ -253,24 +253,44 @@ const (
 )
 
 // sortYielding sorts s by cmp without holding the processor for long: it
-// yields every 4·walkRun comparisons, from inside the comparison function
-// of one in-place slices.SortFunc. One slices.Sort of a million keys ran
-// 300 ms without a yield, and on a node with one P (GOMAXPROCS=1, the
-// cluster's members) the event loop and raft waited for the runtime's
-// 10 ms preemption over and over. It sorted runs and merged them into a
-// second buffer before, as long as s (16 MB for a million keys, 24 MB of
-// SCAN's entries): allocation that brought the collector's next cycle,
-// whose marking holds a one-P member's processor for tens of
-// milliseconds, into the walk. It returns s, sorted.
+// sorts runs of walkRun elements, then merges them pairwise, yielding
+// after each run and each walkRun elements merged. One slices.Sort of a
+// million keys ran 300 ms without a yield, and on a node with one P
+// (GOMAXPROCS=1, the cluster's members) the event loop and raft waited
+// for the runtime's 10 ms preemption over and over. It returns the sorted
+// elements, in s or in a buffer of the same length.
 func sortYielding[T any](s []T, cmp func(a, b T) int) []T {
-	every, n := 4*walkRun, 0
-	slices.SortFunc(s, func(a, b T) int {
-		if n++; n >= every {
-			n = 0
-			walkYield()
+	n := len(s)
+	for lo := 0; lo < n; lo += walkRun {
+		slices.SortFunc(s[lo:min(lo+walkRun, n)], cmp)
+		walkYield()
+	}
+	if n <= walkRun {
+		return s
+	}
+	buf := make([]T, n)
+	moved := 0
+	for width := walkRun; width < n; width *= 2 {
+		for lo := 0; lo < n; lo += 2 * width {
+			mid, hi := min(lo+width, n), min(lo+2*width, n)
+			i, j := lo, mid
+			for o := lo; o < hi; o++ {
+				if j >= hi || i < mid && cmp(s[i], s[j]) <= 0 {
+					buf[o] = s[i]
+					i++
+				} else {
+					buf[o] = s[j]
+					j++
+				}
+				if moved++; moved == walkRun {
+					moved = 0
+					walkYield()
+				}
+			}
 		}
-		return cmp(a, b)
-	})
+		s, buf = buf, s
+	}
+	clear(buf) // the other copy holds no strings alive
 	return s
 }
 

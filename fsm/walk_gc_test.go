@@ -2,9 +2,7 @@ package fsm
 
 import (
 	"runtime/debug"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -49,47 +47,5 @@ func TestWalkKeepsCollectorBusy(t *testing.T) {
 		if n := tu.BusyReaders(); n != 0 {
 			t.Fatalf("%s: busy readers %d after the walk, want 0", args[0], n)
 		}
-	}
-}
-
-// TestSortYieldingAllocatesNothing: the walk's sort works in place; a
-// second buffer as long as the keys (16 MB for a million, 24 MB of SCAN's
-// entries) brought the collector's next cycle into the walk.
-func TestSortYieldingAllocatesNothing(t *testing.T) {
-	old := walkYield
-	walkYield = func() {}
-	t.Cleanup(func() { walkYield = old })
-	keys := make([]string, 20_000)
-	for i := range keys {
-		keys[i] = "key:" + strconv.Itoa(i*7919%len(keys))
-	}
-	s := make([]string, len(keys))
-	if n := testing.AllocsPerRun(3, func() {
-		copy(s, keys)
-		sortYielding(s, strings.Compare)
-	}); n != 0 {
-		t.Fatalf("%v allocations per sort, want 0", n)
-	}
-	if !slices.IsSorted(s) {
-		t.Fatal("not sorted")
-	}
-}
-
-// BenchmarkSortYielding1M sorts a million key names as a KEYS walk does
-// (yields replaced by nothing): the time and the bytes it allocates.
-func BenchmarkSortYielding1M(b *testing.B) {
-	old := walkYield
-	walkYield = func() {}
-	b.Cleanup(func() { walkYield = old })
-	const n = 1_000_000
-	keys := make([]string, n)
-	for i := range keys {
-		keys[i] = "key:" + strconv.Itoa(i*7919%n)
-	}
-	s := make([]string, n)
-	b.ReportAllocs()
-	for b.Loop() {
-		copy(s, keys)
-		sortYielding(s, strings.Compare)
 	}
 }
