@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/deadbolt/deadbolt/internal/gctune"
 	"github.com/deadbolt/deadbolt/resp"
 )
 
@@ -146,6 +147,12 @@ func (w *Walk) Run(mu sync.Locker) Result {
 	// so that clients looping KEYS let the heap grow to several times the
 	// data (review of the long-read work); the benchmark could not tell
 	// the raised target's effect on other clients' latency from noise.
+	// The process is not idle while the walk runs: gctune's idle
+	// collector, which took the walk's fresh allocations for garbage,
+	// started collections during it whose marking of the whole heap held a
+	// one-P member's processor for 10–38 ms at a time (runtime/trace of a
+	// leader during KEYS).
+	defer gctune.Busy()()
 	finished := false
 	defer func() {
 		if !finished { // a panic: the database forgets the walk
@@ -229,6 +236,7 @@ var lastPark atomic.Int64
 // member with one P the loop's PINGs waited for that monitor (runtime/trace
 // of a leader during KEYS: the loop runnable 10-30 ms at a time).
 func parkWalk() {
+	runYieldHooks() // event loops in the poller with sockets ready (walk_nudge.go)
 	now := time.Now().UnixNano()
 	if last := lastPark.Load(); now-last < int64(walkParkEvery) && now >= last {
 		runtime.Gosched()

@@ -59,9 +59,10 @@ type eventLoop struct {
 
 	mu      sync.Mutex
 	tasks   []loopTask
-	spare   []loopTask  // the loop's: the last batch of tasks, emptied, for the next
-	stopped bool        // taskStop was run; under mu
-	woken   atomic.Bool // tasks were posted since the last runTasks began
+	spare   []loopTask    // the loop's: the last batch of tasks, emptied, for the next
+	stopped bool          // taskStop was run; under mu
+	woken   atomic.Bool   // tasks were posted since the last runTasks began
+	nudges  atomic.Uint64 // wake-ups by a walk's yield (loop_nudge_linux.go)
 }
 
 // testLoopWait, set by a test, makes new loops wait in the runtime's
@@ -225,6 +226,7 @@ func (l *eventLoop) run() {
 		}
 	}()
 	defer syscall.Close(l.wakefd)
+	defer l.nudgeDuringWalks()() // removed before epfd closes
 	for {
 		n := l.wait()
 		l.now = time.Now()

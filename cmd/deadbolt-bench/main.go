@@ -77,6 +77,7 @@ type config struct {
 	baseBin       string        // with pipeline: another build to compare with
 	longRead      bool          // the PING-during-KEYS/SCAN table instead (pipeline.go)
 	keys          int           // with longRead: keys in the database
+	longSystems   []string      // with longRead: which of memory, 3node, redis
 	memory        bool          // the memory table instead (memory.go)
 	memLocks      []int         // numbers of locks to load
 	memLease      time.Duration // their lease
@@ -113,6 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.baseBin, "base-bin", "", "with -pipeline: another deadbolt `binary` (say, a build of main) measured the same way, as the reference")
 	fs.BoolVar(&cfg.longRead, "longread", false, "measure instead another client's PING latency during KEYS * and a full SCAN over -keys keys: one in-memory bin/deadbolt, a three-node cluster's leader, redis-server")
 	fs.IntVar(&cfg.keys, "keys", 1_000_000, "with -longread: keys in the database")
+	longSystems := fs.String("longread-systems", "memory,3node,redis", "with -longread: comma-separated systems to measure (memory: one in-memory bin/deadbolt; 3node: the leader of three; redis: redis-server)")
 	fs.BoolVar(&cfg.memory, "memory", false, "measure memory instead: Redisson lock hashes loaded into bin/deadbolt (a single node in memory) and redis-server, then RSS and INFO used_memory of each")
 	memLocks := fs.String("memory-locks", "500000", "with -memory: comma-separated numbers of locks")
 	fs.DurationVar(&cfg.memLease, "memory-lease", 10*time.Minute, "with -memory: the locks' lease (PEXPIRE)")
@@ -139,6 +141,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			return cfg, fmt.Errorf("-systems: %q is not deadbolt, deadbolt1, deadbolt-tls, deadbolt-secret, deadbolt-lease, redis or etcd", f)
 		}
 		cfg.systems = append(cfg.systems, f)
+	}
+	for f := range strings.SplitSeq(*longSystems, ",") {
+		f = strings.TrimSpace(f)
+		if !slices.Contains([]string{"memory", "3node", "redis"}, f) {
+			return cfg, fmt.Errorf("-longread-systems: %q is not memory, 3node or redis", f)
+		}
+		cfg.longSystems = append(cfg.longSystems, f)
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))

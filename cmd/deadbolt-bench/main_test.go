@@ -5,6 +5,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ func TestFlags(t *testing.T) {
 		{"-duration", "0s"},
 		{"extra"},
 		{"-cluster", "-systems", "deadbolt,consul"},
+		{"-longread", "-longread-systems", "3node,etcd"},
 	} {
 		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("parseFlags(%q): no error", args)
@@ -55,6 +57,10 @@ func TestFlags(t *testing.T) {
 	cfg, err := parseFlags([]string{"-clients", "2, 5"}, &bytes.Buffer{})
 	if err != nil || len(cfg.clients) != 2 || cfg.clients[1] != 5 {
 		t.Errorf("parseFlags(-clients '2, 5') = (%v, %v)", cfg.clients, err)
+	}
+	cfg, err = parseFlags([]string{"-longread", "-longread-systems", "3node"}, &bytes.Buffer{})
+	if err != nil || !slices.Equal(cfg.longSystems, []string{"3node"}) {
+		t.Errorf("parseFlags(-longread-systems 3node) = (%v, %v)", cfg.longSystems, err)
 	}
 }
 

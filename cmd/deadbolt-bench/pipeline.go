@@ -198,38 +198,42 @@ func runLongRead(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		measure("deadbolt", "external", cfg.deadboltAddr)
 		return reportLongRead(stdout, cfg, rows)
 	}
-	path, err := findBin(cfg.deadboltBin)
-	if err != nil {
-		return err
-	}
-	ports, err := freePorts(1)
-	if err != nil {
-		return err
-	}
-	single, err := startProc("deadbolt-memory", root, 0, path, "--addr", loopback(ports[0]), "--log-level", "warn")
-	if err != nil {
-		return err
-	}
-	if err := waitPing(ctx, loopback(ports[0]), single); err != nil {
+	if slices.Contains(cfg.longSystems, "memory") {
+		path, err := findBin(cfg.deadboltBin)
+		if err != nil {
+			return err
+		}
+		ports, err := freePorts(1)
+		if err != nil {
+			return err
+		}
+		single, err := startProc("deadbolt-memory", root, 0, path, "--addr", loopback(ports[0]), "--log-level", "warn")
+		if err != nil {
+			return err
+		}
+		if err := waitPing(ctx, loopback(ports[0]), single); err != nil {
+			single.stop()
+			return err
+		}
+		measure("deadbolt-memory", "one bin/deadbolt, in memory", loopback(ports[0]))
 		single.stop()
-		return err
 	}
-	measure("deadbolt-memory", "one bin/deadbolt, in memory", loopback(ports[0]))
-	single.stop()
-
-	c, err := startDeadboltNodes(ctx, cfg.deadboltBin, root, cfg.memberProcs)
-	if err != nil {
-		return err
+	if slices.Contains(cfg.longSystems, "3node") {
+		c, err := startDeadboltNodes(ctx, cfg.deadboltBin, root, cfg.memberProcs)
+		if err != nil {
+			return err
+		}
+		measure("deadbolt-3node", "the leader of 3 bin/deadbolt, data on disk", c.leaderAddr)
+		c.stop()
 	}
-	measure("deadbolt-3node", "the leader of 3 bin/deadbolt, data on disk", c.leaderAddr)
-	c.stop()
-
-	addr, stop, err := startRedis(ctx, cfg.redisServer, redisNoPersistence)
-	if err != nil {
-		return err
+	if slices.Contains(cfg.longSystems, "redis") {
+		addr, stop, err := startRedis(ctx, cfg.redisServer, redisNoPersistence)
+		if err != nil {
+			return err
+		}
+		measure("redis", "--save '' --appendonly no", addr)
+		stop()
 	}
-	measure("redis", "--save '' --appendonly no", addr)
-	stop()
 	return reportLongRead(stdout, cfg, rows)
 }
 

@@ -32,9 +32,11 @@ type Policy struct {
 	Max      int    // GOGC while the live heap is at most Headroom*100/Max
 	Min      int    // the lowest GOGC it sets
 	Headroom uint64 // bytes allocated between collections it aims for
-	// Idle, if not zero: a process that has not collected for this long
+	// Idle, if not zero: a process that has not collected for this long,
+	// allocated under idleMaxAlloc in the last quarter of it and runs no
+	// long read (Busy),
 	// while it holds more than an eighth of its live heap (and at least
-	// 4 MB) in garbage collects then. A busy process collects more often
+	// 4 MB) in garbage, collects then. A busy process collects more often
 	// than that anyway; a quiet one (a node after a bulk of writes) would
 	// otherwise keep up to Headroom of garbage until the next burst, which
 	// INFO's used_memory (the heap) and the resident size show.
@@ -43,6 +45,22 @@ type Policy struct {
 
 // idleMinGarbage is the least garbage an idle collection is worth.
 const idleMinGarbage = 4 << 20
+
+// idleMaxAlloc is the most a process may allocate between two looks of
+// the idle collector (a quarter of Idle) and still count as idle: one that allocates more is serving someone, and a
+// collection it did not need would compete with its requests (on a
+// member with one P the collector's mark worker held the processor 10–38 ms
+// at a time while the event loop waited, during KEYS over a million keys).
+const idleMaxAlloc = 1 << 20
+
+// idleCollect reports whether the idle collector collects: no collection
+// for Idle (cyclesSame), little allocation since its last look
+// (allocated), no
+// long read in progress (busy), and enough garbage on the heap (heap
+// bytes of objects, live of them found live by the last collection).
+func idleCollect(cyclesSame, busy bool, allocated, heap, live uint64) bool {
+	return cyclesSame && !busy && allocated < idleMaxAlloc && heap > live && heap-live >= max(idleMinGarbage, live/8)
+}
 
 // Percent returns the GOGC the policy chooses for a live heap of live
 // bytes.
@@ -66,6 +84,7 @@ type Tuner struct {
 	mu      sync.Mutex
 	stopped bool
 	bulk    int // Bulk loads in progress: GOGC stays at Max
+	busy    int // Busy readers in progress: no idle collection
 	percent int // the GOGC it last set
 	sample  []metrics.Sample
 	done    chan struct{} // closed by Stop
@@ -104,6 +123,36 @@ func Bulk() (release func()) {
 	}
 }
 
+// Busy tells the running tuner, if any, that a long read (a KEYS or SCAN
+// over the whole keyspace) runs until release is called: the process is
+// not idle meanwhile, whatever it allocates, so the idle collector waits
+// (a collection it starts during the read marks the whole heap while
+// other clients wait for the processor). Without a tuner it does nothing.
+func Busy() (release func()) {
+	t := active.Load()
+	if t == nil {
+		return func() {}
+	}
+	t.mu.Lock()
+	t.busy++
+	t.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			t.busy--
+			t.mu.Unlock()
+		})
+	}
+}
+
+// BusyReaders is the number of Busy readers not yet released.
+func (t *Tuner) BusyReaders() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.busy
+}
+
 // Start sets GOGC to p.Max and then adjusts it after every collection,
 // until Stop.
 func Start(p Policy) *Tuner {
@@ -117,17 +166,21 @@ func Start(p Policy) *Tuner {
 	return t
 }
 
-// idle collects when the process has not for p.Idle and holds enough
-// garbage, until Stop.
+// idle collects when the process has not for p.Idle, is quiet and holds
+// enough garbage, until Stop. It looks every p.Idle/4, so that a process
+// that goes quiet after a burst collects soon after (within half of Idle
+// once its last collection is Idle old), before the next burst, rather
+// than up to two periods later, when the next burst may have begun.
 func (t *Tuner) idle() {
 	samples := []metrics.Sample{
 		{Name: "/gc/cycles/total:gc-cycles"},
 		{Name: "/gc/heap/live:bytes"},
 		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/gc/heap/allocs:bytes"},
 	}
-	tick := time.NewTicker(t.p.Idle)
+	tick := time.NewTicker(max(t.p.Idle/idleLooks, time.Millisecond))
 	defer tick.Stop()
-	var cycles uint64
+	w := idleWatch{idle: t.p.Idle, lastCycle: time.Now()}
 	for {
 		select {
 		case <-t.done:
@@ -140,18 +193,44 @@ func (t *Tuner) idle() {
 				return
 			}
 		}
-		n, live, heap := samples[0].Value.Uint64(), samples[1].Value.Uint64(), samples[2].Value.Uint64()
 		t.mu.Lock()
-		bulk := t.bulk > 0
+		busy := t.bulk > 0 || t.busy > 0
 		t.mu.Unlock()
-		if n == cycles && !bulk && heap > live && heap-live >= max(idleMinGarbage, live/8) {
+		if w.look(time.Now(), samples[0].Value.Uint64(), samples[3].Value.Uint64(), samples[2].Value.Uint64(), samples[1].Value.Uint64(), busy) {
 			runtime.GC()
-			metrics.Read(samples[:1])
-			n = samples[0].Value.Uint64()
+			metrics.Read(samples)
+			w.collected(time.Now(), samples[0].Value.Uint64(), samples[3].Value.Uint64())
 		}
-		cycles = n
 	}
 }
+
+// idleWatch is the idle collector's memory between looks.
+type idleWatch struct {
+	idle      time.Duration
+	cycles    uint64    // collections counted at the last look
+	allocs    uint64    // bytes allocated in all, at the last look
+	lastCycle time.Time // when a collection was last seen
+}
+
+// look takes the counters read at now (collections n, bytes allocated in
+// all a, heap and live bytes, a long read in progress) and reports
+// whether to collect.
+func (w *idleWatch) look(now time.Time, n, a, heap, live uint64, busy bool) bool {
+	if n != w.cycles {
+		w.lastCycle = now
+	}
+	collect := idleCollect(now.Sub(w.lastCycle) >= w.idle, busy, a-w.allocs, heap, live)
+	w.cycles, w.allocs = n, a
+	return collect
+}
+
+// collected notes the idle collector's own collection, ended at now.
+func (w *idleWatch) collected(now time.Time, n, a uint64) {
+	w.cycles, w.allocs, w.lastCycle = n, a, now
+}
+
+// idleLooks is how many times per Idle period the idle collector looks.
+const idleLooks = 4
 
 // arm attaches a finalizer to a fresh object: it runs after the next
 // collection finds the object unreachable, adjusts GOGC and arms again.

@@ -129,3 +129,96 @@ func TestTunerIdle(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleCollectOnlyWhenIdle: the idle collector collects garbage left
+// by a burst only once the process is quiet: not while it still
+// allocates (serving clients), not while a long read runs (Busy), not
+// within a tick that saw a collection, and not for little garbage.
+func TestIdleCollectOnlyWhenIdle(t *testing.T) {
+	const live, heap = 200 << 20, 260 << 20 // 60 MB of garbage
+	for _, c := range []struct {
+		name             string
+		cyclesSame, busy bool
+		allocated, heap  uint64
+		want             bool
+	}{
+		{"quiet", true, false, 0, heap, true},
+		{"a little allocation", true, false, idleMaxAlloc - 1, heap, true},
+		{"serving clients", true, false, idleMaxAlloc, heap, false},
+		{"serving clients fast", true, false, 50 << 20, heap, false},
+		{"a long read", true, true, 0, heap, false},
+		{"collected meanwhile", false, false, 0, heap, false},
+		{"little garbage", true, false, 0, live + live/8 - 1, false},
+		{"no garbage", true, false, 0, live, false},
+	} {
+		if got := idleCollect(c.cyclesSame, c.busy, c.allocated, c.heap, live); got != c.want {
+			t.Errorf("%s: idleCollect = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestTunerBusy: Busy marks the running tuner busy until released
+// (twice released counts once), and does nothing without a tuner.
+func TestTunerBusy(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	Busy()() // no tuner: nothing to do, no panic
+	tu := Start(Policy{Max: 400, Min: 25, Headroom: 4 << 20})
+	defer tu.Stop()
+	busy := tu.BusyReaders
+	r1, r2 := Busy(), Busy()
+	if got := busy(); got != 2 {
+		t.Fatalf("two readers: busy %d", got)
+	}
+	r1()
+	r1()
+	if got := busy(); got != 1 {
+		t.Fatalf("one released twice: busy %d, want 1", got)
+	}
+	r2()
+	if got := busy(); got != 0 {
+		t.Fatalf("all released: busy %d", got)
+	}
+}
+
+// TestIdleWatchCollectsSoonAfterBurst: the idle collector looks every
+// quarter of Idle, so a process that goes quiet after a burst (a load of
+// a million keys, collections during it) collects within a quarter of Idle
+// of being quiet with its last collection Idle old, not up to a whole
+// period later, when the next burst (a KEYS, say) may have begun; it never
+// collects during the burst.
+func TestIdleWatchCollectsSoonAfterBurst(t *testing.T) {
+	const idle = time.Second
+	start := time.Unix(1000, 0)
+	const (
+		rate  = 200 << 20 // bytes a second during the burst
+		every = 400 << 20 // allocated between two of its collections
+		end   = 2900 * time.Millisecond
+	)
+	// The counters at d after the start: bytes allocated in all,
+	// collections, the time of the last.
+	at := func(d time.Duration) (a, n uint64, last time.Duration) {
+		a = uint64(min(d, end).Seconds() * rate)
+		n = a / every
+		return a, n, time.Duration(float64(n*every) / rate * float64(time.Second))
+	}
+	w := idleWatch{idle: idle, lastCycle: start}
+	const live, heap = 200 << 20, 260 << 20
+	var collected time.Duration
+	for d := idle / idleLooks; d < 10*time.Second; d += idle / idleLooks {
+		a, n, _ := at(d)
+		if w.look(start.Add(d), n, a, heap, live, false) {
+			collected = d
+			break
+		}
+	}
+	_, _, last := at(end)
+	due := max(end, last+idle)
+	switch {
+	case collected == 0:
+		t.Fatal("never collected after the burst")
+	case collected < end:
+		t.Fatalf("collected during the burst, at %v", collected)
+	case collected-due > idle/4:
+		t.Fatalf("collected at %v, %v after it was due, want within %v", collected, collected-due, idle/4)
+	}
+}
