@@ -411,6 +411,15 @@ func (c *confirmer) send(addr raft.ServerAddress, round, term uint64, timeout ti
 	if !p.mu.TryLock() {
 		return nil
 	}
+	// close may have run between the two locks: then it has passed p,
+	// and a connection dialed now would never be closed.
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		p.mu.Unlock()
+		return nil
+	}
 	if p.c == nil {
 		conn, err := c.dial(addr, timeout)
 		if err != nil {

@@ -275,3 +275,84 @@ func TestDemuxServesNothingBeforeSetUp(t *testing.T) {
 		t.Errorf("answer %v: want round 7, no (this node follows nobody)", ans)
 	}
 }
+
+// As TestReadIndexIsolatedLeaderServesNoStaleRead, but only raft's traffic
+// is cut: the isolated leader's confirmation connections go around the
+// test network (a plain TCP dial with the cluster hello, the one stand-in
+// here), so the followers, in a newer term, really answer, and answer no.
+// The leader must read that answer and honour it: counting a yes it did
+// not read, or a no as a yes, serves the old value, and this test fails
+// (the test above never gets an answer: its cut closes the connections).
+func TestReadIndexIsolatedLeaderReadsTheFollowersNo(t *testing.T) {
+	c := startTestClusterWith(t, 3, func(i int, cfg *Config) {
+		if i == 1 {
+			cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLease = 30*time.Second, 30*time.Second, 30*time.Second
+		}
+	})
+	ctx := context.Background()
+	old := c.leader(-1)
+	if old != 1 {
+		for try := 0; ; try++ {
+			err := c.nodes[old].raft.LeadershipTransferToServer("n2", c.nodes[1].transport.LocalAddr()).Error()
+			if err == nil {
+				break
+			}
+			if try == 4 {
+				t.Fatal(err)
+			}
+			old = c.leader(-1)
+			if old == 1 {
+				break
+			}
+		}
+		old = c.waitLeader(1)
+	}
+	l := c.nodes[old]
+	if _, err := l.ApplyLocal(ctx, cmd("SET", "k", "old")); err != nil {
+		t.Fatal(err)
+	}
+	l.confirm.timeout = 2 * time.Second
+	l.confirm.dial = func(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+		conn, err := net.DialTimeout("tcp", string(addr), timeout)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := l.hello.client(conn, string(addr), timeout); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
+	c.nw.Isolate(c.ids[old], c.ids...)
+	t.Cleanup(c.nw.Heal)
+	nl := c.leader(old)
+	if _, err := c.nodes[nl].ApplyLocal(ctx, cmd("SET", "k", "new")); err != nil {
+		t.Fatal(err)
+	}
+	if !l.IsLeader() {
+		t.Fatal("the isolated leader stepped down")
+	}
+	a0 := l.confirm.asked.Load()
+	var answered uint64
+	for i, n := range c.nodes {
+		if i != old {
+			answered += n.confirm.answers.Load()
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	res, err := l.ReadLocal(rctx, cmd("GET", "k"))
+	var answered2 uint64
+	for i, n := range c.nodes {
+		if i != old {
+			answered2 += n.confirm.answers.Load()
+		}
+	}
+	t.Logf("asked %d, followers answered %d", l.confirm.asked.Load()-a0, answered2-answered)
+	if answered2 == answered {
+		t.Fatal("the followers were never asked: the test does not reach the answer's check")
+	}
+	if err == nil {
+		t.Fatalf("the isolated leader served a read: %s", res.Reply.String())
+	}
+}
