@@ -9,8 +9,9 @@ import (
 // statefulLibrary keeps state between calls in every way a library can:
 // a library-level local a function assigns, a table held in one that a
 // function fills, a closure made at load whose own local a function
-// changes, and a table a function hands to table.insert; peek only reads
-// the local count assigns.
+// changes, a table a function hands to table.insert, and an iterator
+// string.gmatch made at load (its position is Go's); peek only reads the
+// local count assigns.
 const statefulLibrary = `#!lua name=st
 local n = 0
 local seen = {}
@@ -40,6 +41,12 @@ redis.register_function('logged', function(keys, args)
   table.insert(log, args[1])
   return #log
 end)
+local digits = ('1 2 3 4 5 6 7 8 9 10 11 12'):gmatch('%d+')
+redis.register_function('digit', function(keys)
+  local d = digits()
+  redis.call('rpush', keys[1], d)
+  return d
+end)
 `
 
 // TestFunctionStateSameAfterRestart applies one log to two state machines,
@@ -58,8 +65,10 @@ func TestFunctionStateSameAfterRestart(t *testing.T) {
 			args("FCALL nextid 1 ids"),
 			args("FCALL logged 0 x"),
 			args("FCALL peek 0"),
+			args("FCALL digit 1 digits"),
 			args("GET counter"),
 			args("LRANGE ids 0 -1"),
+			args("LRANGE digits 0 -1"),
 		)
 	}
 	a, b := New(Options{}), New(Options{})

@@ -171,8 +171,17 @@ func (sb *sandbox) keepsState(lib *Library, fn *lua.LFunction, c *chunkProtos) b
 			})
 			return bad
 		case *lua.LFunction:
-			if x.IsG || seen[x] {
-				return false // Go functions keep nothing of their own
+			if seen[x] {
+				return false
+			}
+			if x.IsG { // a Go closure keeps state in its upvalues (string.gmatch: a userdata)
+				seen[x] = true
+				for _, uv := range x.Upvalues {
+					if uv != nil && mutable(uv.Value()) {
+						return true
+					}
+				}
+				return false
 			}
 			seen[x] = true
 			if x.Proto == nil || x.Env != lib.env {

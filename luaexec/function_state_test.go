@@ -297,6 +297,8 @@ func FuzzLibraryStateSameAfterReload(f *testing.F) {
 		"local function mk() local c = 0 return function() c = c + 1 return c end end\nlocal g = mk()\nredis.register_function('f', function() return g() end)",
 		"local t = {}\nredis.register_function('f', function(k) local r = rawget(t, 'x') rawset(t, 'x', 1) return r end)",
 		"local t = {1}\nredis.register_function('f', function(k) return #t + (t[1] == 1 and 1 or 0) end)",
+		"local it = ('1 2 3 4 5 6'):gmatch('%d')\nredis.register_function('f', function() return it() end)",
+		"local T = {it = ('abcdef'):gmatch('.')}\nredis.register_function('f', function() return T.it() end)",
 	} {
 		f.Add("#!lua name=lib\n" + s)
 	}

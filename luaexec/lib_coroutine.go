@@ -120,7 +120,7 @@ func (e *Engine) coResume(L *lua.LState) int {
 func (e *Engine) coWrap(L *lua.LState) int {
 	th := e.newCoroutine(L)
 	e.sb.coroutines[th] = &coroutineState{fn: L.Get(1).(*lua.LFunction)}
-	L.Push(L.NewFunction(func(L *lua.LState) int {
+	L.Push(L.NewClosure(func(L *lua.LState) int {
 		args := make([]lua.LValue, 0, L.GetTop())
 		for i := 1; i <= L.GetTop(); i++ {
 			args = append(args, L.Get(i))
@@ -136,6 +136,6 @@ func (e *Engine) coWrap(L *lua.LState) int {
 			L.Push(v)
 		}
 		return len(values)
-	}))
+	}, th)) // the thread as an upvalue shows the closure keeps state (function_state.go)
 	return 1
 }

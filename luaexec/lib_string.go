@@ -240,7 +240,7 @@ func (e *Engine) strGmatch(L *lua.LState) int {
 	s := checkString(L, 1)
 	p := cstr(checkString(L, 2))
 	pos := 0
-	L.Push(L.NewFunction(func(L *lua.LState) int {
+	L.Push(L.NewClosure(func(L *lua.LState) int {
 		ms := &matchState{e: e, L: L, src: s, pat: p}
 		defer ms.flush()
 		for src := pos; src <= len(s); src++ {
@@ -256,7 +256,7 @@ func (e *Engine) strGmatch(L *lua.LState) int {
 		}
 		pos = len(s) + 1
 		return 0
-	}))
+	}, L.NewUserData())) // the userdata marks the closure as keeping state (function_state.go)
 	return 1
 }
 
