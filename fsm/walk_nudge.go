@@ -23,11 +23,12 @@ type yieldHook struct{ f func() }
 
 var (
 	yieldHooksMu sync.Mutex                   // serializes changes
-	yieldHooks   atomic.Pointer[[]*yieldHook] // read at every yield
+	yieldHooks   atomic.Pointer[[]*yieldHook] // read by a walk's yields
 )
 
-// OnWalkYield registers f to run at every yield of every walk in the
-// process, until remove is called. f must be cheap and must not block.
+// OnWalkYield registers f to run at the yields of every walk in the
+// process (at most once a millisecond: parkWalk), until remove is
+// called. f must be cheap and must not block.
 func OnWalkYield(f func()) (remove func()) {
 	h := &yieldHook{f}
 	yieldHooksMu.Lock()
@@ -56,4 +57,13 @@ func runYieldHooks() {
 			h.f()
 		}
 	}
+}
+
+// WalkYieldHooks is how many functions are registered with OnWalkYield
+// (for tests: a running loop in the poller has one).
+func WalkYieldHooks() int {
+	if p := yieldHooks.Load(); p != nil {
+		return len(*p)
+	}
+	return 0
 }

@@ -38,14 +38,22 @@ const pollIn = 0x1
 // them (ppoll on the epoll descriptor, no wait). A loop that is running
 // meanwhile finds the deadline at its next wait, clears it and polls: an
 // extra turn, nothing lost.
+// The poll goes through the runtime's hold on the descriptor (Control):
+// a walk that loaded the hooks before the loop removed its nudge may still
+// call it after the loop closed epfd, and then Control refuses instead of
+// polling a closed or reused descriptor.
 func (l *eventLoop) nudge() {
 	if l.woken.Load() {
 		return // a post's wake-up is on its way
 	}
-	fds := [1]pollFd{{fd: int32(l.epfd), events: pollIn}}
-	var zero syscall.Timespec
-	n, _, errno := syscall.RawSyscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 1, uintptr(unsafe.Pointer(&zero)), 0, 0, 0)
-	if errno != 0 || n == 0 {
+	ready := false
+	err := l.epoll.Control(func(fd uintptr) {
+		fds := [1]pollFd{{fd: int32(fd), events: pollIn}}
+		var zero syscall.Timespec
+		n, _, errno := syscall.RawSyscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), 1, uintptr(unsafe.Pointer(&zero)), 0, 0, 0)
+		ready = errno == 0 && n == 1 && fds[0].revent&pollIn != 0
+	})
+	if err != nil || !ready {
 		return
 	}
 	l.nudges.Add(1)

@@ -4,12 +4,14 @@ package server
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/deadbolt/deadbolt/cluster"
 	"github.com/deadbolt/deadbolt/fsm"
 )
 
@@ -82,5 +84,47 @@ func TestEventLoopNudge(t *testing.T) {
 			syscall.Close(l.epfd)
 		}
 		syscall.Close(l.wakefd)
+	}
+}
+
+// A running loop in the poller registers its nudge with the walks and
+// removes it when it ends (the wiring in eventLoop.run that
+// TestEventLoopNudge, which calls nudgeDuringWalks itself, does not see).
+func TestRunningLoopRegistersNudge(t *testing.T) {
+	before := fsm.WalkYieldHooks()
+	testLoopWait.Store(waitPoller)
+	f := fsm.New(fsm.Options{})
+	local := cluster.NewLocal(f, &cluster.ManualClock{}, NewHub())
+	defer func() { local.Close(); f.Close() }()
+	srv := New(Config{Addr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(newTestLog(t), nil))}, local, NewHub())
+	if err := srv.Listen(); err != nil {
+		testLoopWait.Store(0)
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve() }()
+	c := dial(t, srv.Addr().String()) // the first connection starts the loop
+	c.send("PING")
+	if r := c.read(); string(r.Str) != "PONG" {
+		t.Fatalf("PING: %v", r)
+	}
+	testLoopWait.Store(0)
+	srv.mu.Lock()
+	lp := srv.loop
+	srv.mu.Unlock()
+	if lp == nil || lp.epoll == nil {
+		t.Fatal("no loop in the runtime's poller")
+	}
+	if n := fsm.WalkYieldHooks(); n != before+1 {
+		t.Fatalf("a running loop in the poller: %d hooks, want %d", n, before+1)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := fsm.WalkYieldHooks(); n != before {
+		t.Fatalf("after the loop ended: %d hooks, want %d", n, before)
 	}
 }

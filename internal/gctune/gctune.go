@@ -88,7 +88,11 @@ type Tuner struct {
 	percent int // the GOGC it last set
 	sample  []metrics.Sample
 	done    chan struct{} // closed by Stop
+	idles   atomic.Uint64 // the idle collector's collections
 }
+
+// IdleCollections counts the collections the idle collector started.
+func (t *Tuner) IdleCollections() uint64 { return t.idles.Load() }
 
 // active is the running tuner, for Bulk.
 var active atomic.Pointer[Tuner]
@@ -198,6 +202,7 @@ func (t *Tuner) idle() {
 		t.mu.Unlock()
 		if w.look(time.Now(), samples[0].Value.Uint64(), samples[3].Value.Uint64(), samples[2].Value.Uint64(), samples[1].Value.Uint64(), busy) {
 			runtime.GC()
+			t.idles.Add(1)
 			metrics.Read(samples)
 			w.collected(time.Now(), samples[0].Value.Uint64(), samples[3].Value.Uint64())
 		}

@@ -222,3 +222,60 @@ func TestIdleWatchCollectsSoonAfterBurst(t *testing.T) {
 		t.Fatalf("collected at %v, %v after it was due, want within %v", collected, collected-due, idle/4)
 	}
 }
+
+// The running tuner's idle collector waits while a long read holds Busy
+// and while the process allocates, and collects once both stop: the
+// wiring of idleCollect's inputs into the collector's loop.
+func TestTunerIdleWaitsWhileBusyOrAllocating(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	const idle = 20 * time.Millisecond
+	garbage := func() {
+		for range 64 {
+			garbageSink = make([]byte, 256<<10) // 16 MB of garbage
+		}
+		garbageSink = nil
+	}
+	for _, c := range []string{"busy", "allocating"} {
+		t.Run(c, func(t *testing.T) {
+			tu := Start(Policy{Max: 100000, Min: 25, Headroom: 1 << 40, Idle: idle}) // no collection by the target
+			defer tu.Stop()
+			runtime.GC()
+			garbage()
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			if c == "busy" {
+				release := Busy()
+				go func() { <-stop; release(); close(done) }()
+			} else {
+				go func() { // far over idleMaxAlloc at every look
+					defer close(done)
+					var sink []byte
+					for {
+						select {
+						case <-stop:
+							runtime.KeepAlive(sink)
+							return
+						default:
+						}
+						sink = make([]byte, 256<<10)
+						runtime.Gosched()
+					}
+				}()
+			}
+			time.Sleep(20 * idle) // twenty periods, eighty looks
+			if n := tu.IdleCollections(); n != 0 {
+				t.Fatalf("%s: the idle collector collected %d times meanwhile", c, n)
+			}
+			close(stop)
+			<-done
+			garbage()
+			deadline := time.Now().Add(10 * time.Second)
+			for tu.IdleCollections() == 0 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if tu.IdleCollections() == 0 {
+				t.Fatalf("%s: no idle collection once it stopped", c)
+			}
+		})
+	}
+}
