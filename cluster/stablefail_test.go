@@ -22,12 +22,13 @@ import (
 // left). Started again on the failing disk, NewNode returns the error;
 // once the disk works it starts and catches up.
 //
-// The nodes' files are on mounts this test process serves: should raft's
-// panic come back, the panicking binary would hang at exit (the kernel
-// asks the dead server to flush the open files, faultfs.go) until go
-// test's timeout, rather than fail at once. The process test
-// (cmd/deadbolt, TestProcessFUSEStableFailure) fails at once.
+// The nodes' files are on mounts this test process serves, so their log
+// appends use plain system calls (raftlog.PlainSyscallsForTest: a raw call
+// blocked on such a mount holds up the collector's stop of the world while
+// the server that would answer it waits for a P). The process test
+// (cmd/deadbolt, TestProcessFUSEStableFailure) runs the real raw path.
 func TestStableFailureStopsNode(t *testing.T) {
+	raftlog.PlainSyscallsForTest(t) // this process serves the mounts: no raw calls on them
 	var mounts [3]*faultfs.FS
 	for i := range mounts {
 		mounts[i] = faultfs.MountTest(t) // unmounted after the nodes close

@@ -21,6 +21,7 @@ import (
 func TestStableIOError(t *testing.T) {
 	for _, op := range []string{"fdatasync", "write"} {
 		t.Run(op, func(t *testing.T) {
+			PlainSyscallsForTest(t) // this process serves the mount
 			fsys := faultfs.MountTest(t)
 			dir := filepath.Join(fsys.Dir, "log")
 			told := make(chan error, 2)
@@ -94,6 +95,7 @@ func TestStableIOError(t *testing.T) {
 // appends go on: a failed fdatasync of it fails the store too (before, it
 // was tried again at the next tick as if nothing had happened).
 func TestStableIOErrorMark(t *testing.T) {
+	PlainSyscallsForTest(t) // this process serves the mount
 	fsys := faultfs.MountTest(t)
 	dir := filepath.Join(fsys.Dir, "log")
 	told := make(chan error, 2)
