@@ -21,7 +21,9 @@ var errNotFound = errors.New("not found")
 // store never needs new space for them: its file has a fixed size, two
 // slots of stableSlot bytes, allocated when the file is made, and each set
 // overwrites the slot not holding the newest state, fdatasyncs, then does
-// the same to the other. A full disk (ENOSPC) therefore never fails a set;
+// the same to the other. A full disk (ENOSPC) therefore never fails a set
+// on a file system that overwrites in place (a copy-on-write one may
+// need new blocks for an overwrite: then it fails the store, failure.go);
 // a torn write leaves the other slot, and a bit flipped in one slot later
 // leaves its copy.
 type stable struct {
