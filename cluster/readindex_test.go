@@ -18,14 +18,34 @@ import (
 // from its own state without the round (readIndex skipping confirm), the
 // read returns the old value: this test fails that way.
 func TestReadIndexIsolatedLeaderServesNoStaleRead(t *testing.T) {
-	c := startTestClusterWith(t, 3, func(i int, cfg *Config) {
+	c, old, nl := isolatedOldLeader(t, nil)
+	ctx := context.Background()
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	res, err := c.nodes[old].ReadLocal(rctx, cmd("GET", "k"))
+	if err == nil {
+		t.Fatalf("the isolated leader served a read: %s", res.Reply.String())
+	}
+	if res, err := c.nodes[nl].ReadLocal(ctx, cmd("GET", "k")); err != nil || string(res.Reply.Str) != "new" {
+		t.Fatalf("new leader's read: %v %s", err, res.Reply.String())
+	}
+}
+
+// isolatedOldLeader starts three nodes, makes n2 (whose lease keeps it
+// leader for long once cut off) the leader, writes k=old through it, runs
+// before on it (nil: nothing), cuts it off and has the others elect a
+// leader and write k=new. It returns the cluster, the old leader, still
+// believing it leads, and the new one.
+func isolatedOldLeader(t *testing.T, before func(l *Node)) (c *testCluster, old, nl int) {
+	t.Helper()
+	c = startTestClusterWith(t, 3, func(i int, cfg *Config) {
 		if i == 1 {
 			// n2 holds on to its leadership for long once cut off.
 			cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLease = 30*time.Second, 30*time.Second, 30*time.Second
 		}
 	})
 	ctx := context.Background()
-	old := c.leader(-1)
+	old = c.leader(-1)
 	if old != 1 {
 		// n2's election timeout is long: it does not win elections on its
 		// own. Hand it the leadership.
@@ -49,24 +69,19 @@ func TestReadIndexIsolatedLeaderServesNoStaleRead(t *testing.T) {
 	if _, err := l.ApplyLocal(ctx, cmd("SET", "k", "old")); err != nil {
 		t.Fatal(err)
 	}
+	if before != nil {
+		before(l)
+	}
 	c.nw.Isolate(c.ids[old], c.ids...)
 	t.Cleanup(c.nw.Heal) // so that n2 hears the new term and stops quickly
-	nl := c.leader(old)
+	nl = c.leader(old)
 	if _, err := c.nodes[nl].ApplyLocal(ctx, cmd("SET", "k", "new")); err != nil {
 		t.Fatal(err)
 	}
 	if !l.IsLeader() {
 		t.Fatal("the isolated leader stepped down: the test needs it to believe it leads")
 	}
-	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	res, err := l.ReadLocal(rctx, cmd("GET", "k"))
-	if err == nil {
-		t.Fatalf("the isolated leader served a read: %s", res.Reply.String())
-	}
-	if res, err := c.nodes[nl].ReadLocal(ctx, cmd("GET", "k")); err != nil || string(res.Reply.Str) != "new" {
-		t.Fatalf("new leader's read: %v %s", err, res.Reply.String())
-	}
+	return c, old, nl
 }
 
 // A follower confirms only the leader it follows, in its current term.
@@ -284,72 +299,35 @@ func TestDemuxServesNothingBeforeSetUp(t *testing.T) {
 // not read, or a no as a yes, serves the old value, and this test fails
 // (the test above never gets an answer: its cut closes the connections).
 func TestReadIndexIsolatedLeaderReadsTheFollowersNo(t *testing.T) {
-	c := startTestClusterWith(t, 3, func(i int, cfg *Config) {
-		if i == 1 {
-			cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLease = 30*time.Second, 30*time.Second, 30*time.Second
+	c, old, _ := isolatedOldLeader(t, func(l *Node) {
+		l.confirm.timeout = 2 * time.Second
+		l.confirm.dial = func(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+			conn, err := net.DialTimeout("tcp", string(addr), timeout)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := l.hello.client(conn, string(addr), timeout); err != nil {
+				conn.Close()
+				return nil, err
+			}
+			return conn, nil
 		}
 	})
-	ctx := context.Background()
-	old := c.leader(-1)
-	if old != 1 {
-		for try := 0; ; try++ {
-			err := c.nodes[old].raft.LeadershipTransferToServer("n2", c.nodes[1].transport.LocalAddr()).Error()
-			if err == nil {
-				break
-			}
-			if try == 4 {
-				t.Fatal(err)
-			}
-			old = c.leader(-1)
-			if old == 1 {
-				break
-			}
-		}
-		old = c.waitLeader(1)
-	}
 	l := c.nodes[old]
-	if _, err := l.ApplyLocal(ctx, cmd("SET", "k", "old")); err != nil {
-		t.Fatal(err)
-	}
-	l.confirm.timeout = 2 * time.Second
-	l.confirm.dial = func(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-		conn, err := net.DialTimeout("tcp", string(addr), timeout)
-		if err != nil {
-			return nil, err
+	answers := func() (n uint64) {
+		for i, node := range c.nodes {
+			if i != old {
+				n += node.confirm.answers.Load()
+			}
 		}
-		if _, err := l.hello.client(conn, string(addr), timeout); err != nil {
-			conn.Close()
-			return nil, err
-		}
-		return conn, nil
+		return n
 	}
-	c.nw.Isolate(c.ids[old], c.ids...)
-	t.Cleanup(c.nw.Heal)
-	nl := c.leader(old)
-	if _, err := c.nodes[nl].ApplyLocal(ctx, cmd("SET", "k", "new")); err != nil {
-		t.Fatal(err)
-	}
-	if !l.IsLeader() {
-		t.Fatal("the isolated leader stepped down")
-	}
-	a0 := l.confirm.asked.Load()
-	var answered uint64
-	for i, n := range c.nodes {
-		if i != old {
-			answered += n.confirm.answers.Load()
-		}
-	}
-	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	a0, answered := l.confirm.asked.Load(), answers()
+	rctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	res, err := l.ReadLocal(rctx, cmd("GET", "k"))
-	var answered2 uint64
-	for i, n := range c.nodes {
-		if i != old {
-			answered2 += n.confirm.answers.Load()
-		}
-	}
-	t.Logf("asked %d, followers answered %d", l.confirm.asked.Load()-a0, answered2-answered)
-	if answered2 == answered {
+	t.Logf("asked %d, followers answered %d", l.confirm.asked.Load()-a0, answers()-answered)
+	if answers() == answered {
 		t.Fatal("the followers were never asked: the test does not reach the answer's check")
 	}
 	if err == nil {

@@ -21,18 +21,7 @@ import (
 func TestStableIOError(t *testing.T) {
 	for _, op := range []string{"fdatasync", "write"} {
 		t.Run(op, func(t *testing.T) {
-			PlainSyscallsForTest(t) // this process serves the mount
-			fsys := faultfs.MountTest(t)
-			dir := filepath.Join(fsys.Dir, "log")
-			told := make(chan error, 2)
-			s, err := Open(dir, Options{OnFailure: func(err error) { told <- err }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Closed before the mount goes, also when the test fails: a
-			// process that exits with a file open on its own FUSE mount
-			// hangs (faultfs.go).
-			t.Cleanup(func() { s.Close() })
+			fsys, dir, s, told := openOnFUSE(t)
 			if err := s.StoreLogs(entries(1, 10, 1)); err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +33,7 @@ func TestStableIOError(t *testing.T) {
 			} else {
 				fsys.FailWrite("stable")
 			}
-			err = s.SetUint64([]byte("CurrentTerm"), 5)
+			err := s.SetUint64([]byte("CurrentTerm"), 5)
 			var f *ErrFailed
 			if !errors.As(err, &f) || f.Path != filepath.Join(dir, "stable") || f.Op != op || !errors.Is(err, syscall.EIO) {
 				t.Fatalf("failed set: %v, want an ErrFailed for %s of %s with EIO", err, op, filepath.Join(dir, "stable"))
@@ -95,15 +84,7 @@ func TestStableIOError(t *testing.T) {
 // appends go on: a failed fdatasync of it fails the store too (before, it
 // was tried again at the next tick as if nothing had happened).
 func TestStableIOErrorMark(t *testing.T) {
-	PlainSyscallsForTest(t) // this process serves the mount
-	fsys := faultfs.MountTest(t)
-	dir := filepath.Join(fsys.Dir, "log")
-	told := make(chan error, 2)
-	s, err := Open(dir, Options{OnFailure: func(err error) { told <- err }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() }) // before the unmount (faultfs.go)
+	fsys, dir, s, told := openOnFUSE(t)
 	if err := s.StoreLogs(entries(1, 10, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +92,7 @@ func TestStableIOErrorMark(t *testing.T) {
 	if err := s.StoreLogs(entries(11, 20, 1)); err != nil {
 		t.Fatal(err)
 	}
+	var err error
 	select {
 	case err = <-told:
 	case <-time.After(10 * time.Second):
@@ -123,4 +105,22 @@ func TestStableIOErrorMark(t *testing.T) {
 	if err2 := s.StoreLogs(entries(21, 21, 1)); err2 != err {
 		t.Fatalf("append after the failure: %v, want %v", err2, err)
 	}
+}
+
+// openOnFUSE opens a store in log/ on a new faultfs mount this process
+// serves (so with plain system calls, PlainSyscallsForTest) and returns
+// the mount, the store's directory, the store and what OnFailure is told.
+// The store is closed before the mount goes, also when the test fails.
+func openOnFUSE(t *testing.T) (*faultfs.FS, string, *Store, chan error) {
+	t.Helper()
+	PlainSyscallsForTest(t)
+	fsys := faultfs.MountTest(t)
+	dir := filepath.Join(fsys.Dir, "log")
+	told := make(chan error, 2)
+	s, err := Open(dir, Options{OnFailure: func(err error) { told <- err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return fsys, dir, s, told
 }

@@ -55,18 +55,8 @@ func TestProcessDiskFailure(t *testing.T) {
 	bin := buildBinary(t)
 	failFile := filepath.Join(t.TempDir(), "fail")
 	p := &proc{id: "n1", addr: freeAddr(t), raft: freeAddr(t), dir: t.TempDir(), extra: []string{"--disk-fail-file", failFile}}
-	peers := p.id + "=" + p.raft
-	p.start(t, bin, peers)
-	defer p.kill()
+	peers, c := oneVoterWith20Keys(t, bin, p)
 	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1, ReadTimeout: 5 * time.Second})
-	defer c.Close()
-	waitWrite(t, p, c)
-	for i := range 20 {
-		if err := c.Set(ctx, fmt.Sprint("k", i), i, 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if err := os.WriteFile(failFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -113,4 +103,23 @@ func TestProcessDiskFailure(t *testing.T) {
 	if strings.Contains(log, "panic") {
 		t.Fatalf("a panic; log:\n%s", log)
 	}
+}
+
+// oneVoterWith20Keys starts p as a one-voter node, waits until it takes
+// writes and writes k0..k19 (values 0..19). It returns p's --peers and a
+// client; both the node and the client end with the test.
+func oneVoterWith20Keys(t *testing.T, bin string, p *proc) (peers string, c *redis.Client) {
+	t.Helper()
+	peers = p.id + "=" + p.raft
+	p.start(t, bin, peers)
+	t.Cleanup(p.kill)
+	c = redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1, ReadTimeout: 5 * time.Second})
+	t.Cleanup(func() { c.Close() })
+	waitWrite(t, p, c)
+	for i := range 20 {
+		if err := c.Set(context.Background(), fmt.Sprint("k", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return peers, c
 }

@@ -45,14 +45,21 @@ func fuseProc(t *testing.T, id string) (*proc, *faultfs.FS) {
 // injected it.
 func wantEIOExit(t *testing.T, p *proc, fsys *faultfs.FS, op string) {
 	t.Helper()
+	wantEIOExitNaming(t, p, fsys, op, `([0-9]+\.seg|stable)`)
+}
+
+// wantEIOExitNaming is wantEIOExit for the files of p's log directory
+// whose names match file (a regular expression), with no panic.
+func wantEIOExitNaming(t *testing.T, p *proc, fsys *faultfs.FS, op, file string) {
+	t.Helper()
 	var ee *exec.ExitError
 	if err := waitExitErr(t, p); !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("%s exit: %v, want status 1; log:\n%s", p.id, err, readLog(p))
 	}
 	log := readLog(p)
-	seg := regexp.MustCompile(`deadbolt: stopped: raftlog: ` + op + ` ` + regexp.QuoteMeta(filepath.Join(p.dir, "data", "log")) + `/([0-9]+\.seg|stable) failed: [^\n]*input/output error`)
-	if !seg.MatchString(log) {
-		t.Fatalf("%s: the exit message does not name the log segment and EIO; log:\n%s", p.id, log)
+	msg := regexp.MustCompile(`deadbolt: [^\n]*raftlog: ` + op + ` ` + regexp.QuoteMeta(filepath.Join(p.dir, "data", "log")) + `/` + file + ` failed: [^\n]*input/output error`)
+	if !msg.MatchString(log) {
+		t.Fatalf("%s: the exit message does not name the file (%s) and EIO; log:\n%s", p.id, file, log)
 	}
 	if strings.Contains(log, "panic") {
 		t.Fatalf("%s: a panic; log:\n%s", p.id, log)
@@ -60,7 +67,7 @@ func wantEIOExit(t *testing.T, p *proc, fsys *faultfs.FS, op string) {
 	if fsys.Faults() == 0 {
 		t.Fatal("the FUSE layer injected no fault")
 	}
-	t.Logf("%s exited 1: %s", p.id, seg.FindString(log))
+	t.Logf("%s exited 1: %s", p.id, msg.FindString(log))
 }
 
 // A one-voter node whose disk starts failing every sync (or every write
@@ -82,18 +89,8 @@ func TestProcessFUSEDiskFailure(t *testing.T) {
 
 func fuseSingle(t *testing.T, bin, op string, fault func(*faultfs.FS)) {
 	p, fsys := fuseProc(t, "n1")
-	peers := p.id + "=" + p.raft
-	p.start(t, bin, peers)
-	defer p.kill()
+	peers, c := oneVoterWith20Keys(t, bin, p)
 	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1, ReadTimeout: 5 * time.Second})
-	defer c.Close()
-	waitWrite(t, p, c)
-	for i := range 20 {
-		if err := c.Set(ctx, fmt.Sprint("k", i), i, 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	fault(fsys)
 	if err := c.Set(ctx, "during", "1", 0).Err(); err == nil {
 		t.Fatalf("a write was acknowledged while every %s failed", op)
@@ -129,39 +126,9 @@ func TestProcessFUSEDiskFailureCluster(t *testing.T) {
 }
 
 func fuseClusterFailure(t *testing.T, bin, victim string) {
-	procs := make([]*proc, 3)
-	mounts := make([]*faultfs.FS, 3)
-	var ids []string
-	for i := range procs {
-		procs[i], mounts[i] = fuseProc(t, fmt.Sprintf("p%d", i+1))
-		ids = append(ids, procs[i].id+"="+procs[i].raft)
-	}
-	peers := strings.Join(ids, ",")
-	for _, p := range procs {
-		p.start(t, bin, peers)
-	}
-	t.Cleanup(func() {
-		for _, p := range procs {
-			p.kill()
-		}
-	})
+	procs, mounts, peers, waitLeader := fuseCluster(t, bin, "p")
 	ctx := context.Background()
-	waitLeader := func() int {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			if l, err := leaderOf(ctx, procs); err == nil {
-				return l
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Fatal("no leader within 30 s")
-		return -1
-	}
 	leader := waitLeader()
-	for _, p := range procs {
-		waitServing(t, p)
-	}
 
 	// The workload: writers through every node that runs; a write counts
 	// only when acknowledged.
@@ -269,4 +236,45 @@ func fuseClusterFailure(t *testing.T, bin, victim string) {
 		}
 	}
 	t.Logf("%d acknowledged writes read back on every node, %s included after its restart", len(keys), procs[v].id)
+}
+
+// fuseCluster starts three members named prefix1..3, each with its data
+// directory on a faultfs mount, waits for a leader and for every member
+// to serve, and returns them, their mounts, the --peers they share and a
+// function that waits for a leader again (killed at the test's end).
+func fuseCluster(t *testing.T, bin, prefix string) (procs []*proc, mounts []*faultfs.FS, peers string, waitLeader func() int) {
+	t.Helper()
+	procs = make([]*proc, 3)
+	mounts = make([]*faultfs.FS, 3)
+	var ids []string
+	for i := range procs {
+		procs[i], mounts[i] = fuseProc(t, fmt.Sprintf("%s%d", prefix, i+1))
+		ids = append(ids, procs[i].id+"="+procs[i].raft)
+	}
+	peers = strings.Join(ids, ",")
+	for _, p := range procs {
+		p.start(t, bin, peers)
+	}
+	t.Cleanup(func() {
+		for _, p := range procs {
+			p.kill()
+		}
+	})
+	waitLeader = func() int {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			if l, err := leaderOf(context.Background(), procs); err == nil {
+				return l
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatal("no leader within 30 s")
+		return -1
+	}
+	waitLeader()
+	for _, p := range procs {
+		waitServing(t, p)
+	}
+	return procs, mounts, peers, waitLeader
 }

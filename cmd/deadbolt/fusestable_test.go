@@ -4,12 +4,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os/exec"
-	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,22 +23,7 @@ import (
 // the stable file, op and EIO, with no panic in its output.
 func wantStableExit(t *testing.T, p *proc, fsys *faultfs.FS, op string) {
 	t.Helper()
-	var ee *exec.ExitError
-	if err := waitExitErr(t, p); !errors.As(err, &ee) || ee.ExitCode() != 1 {
-		t.Fatalf("%s exit: %v, want status 1; log:\n%s", p.id, err, readLog(p))
-	}
-	log := readLog(p)
-	msg := regexp.MustCompile(`deadbolt: [^\n]*raftlog: ` + op + ` ` + regexp.QuoteMeta(filepath.Join(p.dir, "data", "log", "stable")) + ` failed: [^\n]*input/output error`)
-	if !msg.MatchString(log) {
-		t.Fatalf("%s: the exit message does not name the stable file and EIO; log:\n%s", p.id, log)
-	}
-	if strings.Contains(log, "panic") {
-		t.Fatalf("%s: a panic; log:\n%s", p.id, log)
-	}
-	if fsys.Faults() == 0 {
-		t.Fatal("the FUSE layer injected no fault")
-	}
-	t.Logf("%s exited 1: %s", p.id, msg.FindString(log))
+	wantEIOExitNaming(t, p, fsys, op, "stable")
 }
 
 // A three-node cluster; a follower's stable file starts failing, and the
@@ -70,39 +50,9 @@ func TestProcessFUSEStableFailure(t *testing.T) {
 }
 
 func fuseStableElection(t *testing.T, bin, op string, fault func(*faultfs.FS)) {
-	procs := make([]*proc, 3)
-	mounts := make([]*faultfs.FS, 3)
-	var ids []string
-	for i := range procs {
-		procs[i], mounts[i] = fuseProc(t, fmt.Sprintf("s%d", i+1))
-		ids = append(ids, procs[i].id+"="+procs[i].raft)
-	}
-	peers := strings.Join(ids, ",")
-	for _, p := range procs {
-		p.start(t, bin, peers)
-	}
-	t.Cleanup(func() {
-		for _, p := range procs {
-			p.kill()
-		}
-	})
+	procs, mounts, peers, waitLeader := fuseCluster(t, bin, "s")
 	ctx := context.Background()
-	waitLeader := func() int {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			if l, err := leaderOf(ctx, procs); err == nil {
-				return l
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Fatal("no leader within 30 s")
-		return -1
-	}
 	leader := waitLeader()
-	for _, p := range procs {
-		waitServing(t, p)
-	}
 	lc := redis.NewClient(&redis.Options{Addr: procs[leader].addr, MaxRetries: -1, ReadTimeout: 5 * time.Second})
 	var acked []string
 	for i := range 30 {
@@ -145,18 +95,8 @@ func fuseStableElection(t *testing.T, bin, op string, fault func(*faultfs.FS)) {
 
 func fuseStableStart(t *testing.T, bin, op string, fault func(*faultfs.FS)) {
 	p, fsys := fuseProc(t, "n1")
-	peers := p.id + "=" + p.raft
-	p.start(t, bin, peers)
-	defer p.kill()
+	peers, c := oneVoterWith20Keys(t, bin, p)
 	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1, ReadTimeout: 5 * time.Second})
-	defer c.Close()
-	waitWrite(t, p, c)
-	for i := range 20 {
-		if err := c.Set(ctx, fmt.Sprint("k", i), i, 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	p.kill()
 	fault(fsys)
 	p.start(t, bin, peers)
