@@ -208,31 +208,37 @@ func (h *clusterHello) other(own, theirs, peer, side string) bool {
 	if own == "" || theirs == "" || own == theirs {
 		return false
 	}
-	// By the peer's host and id: an accepted connection comes from a new
-	// port each time.
-	key := theirs + " " + peer
-	if host, _, err := net.SplitHostPort(peer); err == nil {
-		key = theirs + " " + host
-	}
-	h.mu.Lock()
-	now := time.Now()
-	log := now.Sub(h.logged[key]) >= otherClusterLogEvery
-	if log {
-		if h.logged == nil {
-			h.logged = map[string]time.Time{}
-		}
-		for k, at := range h.logged {
-			if now.Sub(at) >= otherClusterLogEvery {
-				delete(h.logged, k)
-			}
-		}
-		h.logged[key] = now
-	}
-	h.mu.Unlock()
-	if log && h.logf != nil {
+	if h.logNow(theirs, peer) && h.logf != nil {
 		h.logf("cluster: refused a connection with a member of another cluster: this node's data directory belongs to one cluster, the peer's to another; a data directory copied from another cluster cannot serve here (give the node an empty directory and add it with --join)",
 			"dir", h.dir, "cluster_id", own, "peer_cluster_id", theirs, "peer", peer, "side", side)
 	}
+	return true
+}
+
+// logNow reports whether a refusal of kind (the peer's cluster id, or
+// "nohello") from peer is to be logged: at most every
+// otherClusterLogEvery per kind and host (an accepted connection comes
+// from a new port each time). Entries that old are dropped.
+func (h *clusterHello) logNow(kind, peer string) bool {
+	key := kind + " " + peer
+	if host, _, err := net.SplitHostPort(peer); err == nil {
+		key = kind + " " + host
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	if now.Sub(h.logged[key]) < otherClusterLogEvery {
+		return false
+	}
+	if h.logged == nil {
+		h.logged = map[string]time.Time{}
+	}
+	for k, at := range h.logged {
+		if now.Sub(at) >= otherClusterLogEvery {
+			delete(h.logged, k)
+		}
+	}
+	h.logged[key] = now
 	return true
 }
 
@@ -354,21 +360,7 @@ func (h *clusterHello) noHello(c net.Conn) bool {
 		return true
 	}
 	peer := c.RemoteAddr().String()
-	key := "nohello " + peer
-	if host, _, err := net.SplitHostPort(peer); err == nil {
-		key = "nohello " + host
-	}
-	h.mu.Lock()
-	now := time.Now()
-	log := now.Sub(h.logged[key]) >= otherClusterLogEvery
-	if log {
-		if h.logged == nil {
-			h.logged = map[string]time.Time{}
-		}
-		h.logged[key] = now
-	}
-	h.mu.Unlock()
-	if log && h.logf != nil {
+	if h.logNow("nohello", peer) && h.logf != nil {
 		h.logf("cluster: refused a connection without the cluster id's hello (a build from before cluster ids): run this build's members with --preserve-downgrade while any member runs an older build",
 			"dir", h.dir, "cluster_id", own, "peer", peer)
 	}

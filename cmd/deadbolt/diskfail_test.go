@@ -80,12 +80,7 @@ func TestProcessDiskFailure(t *testing.T) {
 
 	os.Remove(failFile)
 	p.start(t, bin, peers)
-	waitWrite(t, p, c)
-	for i := range 20 {
-		if v, err := c.Get(ctx, fmt.Sprint("k", i)).Int(); err != nil || v != i {
-			t.Fatalf("after the restart k%d = %d, %v", i, v, err)
-		}
-	}
+	wantThe20Keys(t, p, c)
 	p.kill()
 
 	stable := filepath.Join(p.dir, "data", "log", "stable")
@@ -122,4 +117,16 @@ func oneVoterWith20Keys(t *testing.T, bin string, p *proc) (peers string, c *red
 		}
 	}
 	return peers, c
+}
+
+// wantThe20Keys waits until p takes writes again (after a restart) and
+// checks that it serves the keys oneVoterWith20Keys wrote.
+func wantThe20Keys(t *testing.T, p *proc, c *redis.Client) {
+	t.Helper()
+	waitWrite(t, p, c)
+	for i := range 20 {
+		if v, err := c.Get(context.Background(), fmt.Sprint("k", i)).Int(); err != nil || v != i {
+			t.Fatalf("after the restart k%d = %d, %v", i, v, err)
+		}
+	}
 }

@@ -101,12 +101,7 @@ func fuseSingle(t *testing.T, bin, op string, fault func(*faultfs.FS)) {
 
 	fsys.Clear()
 	p.start(t, bin, peers)
-	waitWrite(t, p, c)
-	for i := range 20 {
-		if v, err := c.Get(ctx, fmt.Sprint("k", i)).Int(); err != nil || v != i {
-			t.Fatalf("after the restart k%d = %d, %v", i, v, err)
-		}
-	}
+	wantThe20Keys(t, p, c)
 }
 
 // A three-node cluster under a write workload; one node's disk (the

@@ -96,7 +96,6 @@ func fuseStableElection(t *testing.T, bin, op string, fault func(*faultfs.FS)) {
 func fuseStableStart(t *testing.T, bin, op string, fault func(*faultfs.FS)) {
 	p, fsys := fuseProc(t, "n1")
 	peers, c := oneVoterWith20Keys(t, bin, p)
-	ctx := context.Background()
 	p.kill()
 	fault(fsys)
 	p.start(t, bin, peers)
@@ -104,10 +103,5 @@ func fuseStableStart(t *testing.T, bin, op string, fault func(*faultfs.FS)) {
 
 	fsys.Clear()
 	p.start(t, bin, peers)
-	waitWrite(t, p, c)
-	for i := range 20 {
-		if v, err := c.Get(ctx, fmt.Sprint("k", i)).Int(); err != nil || v != i {
-			t.Fatalf("after the restart k%d = %d, %v", i, v, err)
-		}
-	}
+	wantThe20Keys(t, p, c)
 }
