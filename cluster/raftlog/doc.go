@@ -94,7 +94,11 @@
 // (two syncs per set: a term or a vote, and the synced mark once a
 // second). Opening takes the valid slot with the higher sequence number;
 // a slot torn by a crash leaves the other, and a bit flipped in one slot
-// after a set leaves its copy, never an older term or vote. Appends overwrite a segment's zeros and need no space
+// after a set leaves its copy, never an older term or vote. Raft saves a
+// vote in two sets (LastVoteTerm, then LastVoteCand): a set of a new
+// LastVoteTerm drops LastVoteCand in the same slot, so a failure or crash
+// between the two leaves no vote in the new term, never the previous
+// term's candidate under it (stable.go). Appends overwrite a segment's zeros and need no space
 // either, until a new segment is due: if the spare could not be made
 // (ENOSPC), the append tries once more at once, then takes the reserve as
 // its segment (ReserveInUse), then fails with the file system's error

@@ -1,6 +1,7 @@
 package raftlog
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -49,6 +50,20 @@ const (
 
 var stableMagic = [8]byte{'d', 'b', 's', 't', 'b', 'l', 0, 1}
 
+// Raft saves a vote in two sets: LastVoteTerm, then LastVoteCand
+// (hashicorp/raft persistVote). A set of LastVoteTerm to a new term drops
+// LastVoteCand in the same slot write, so a failure or crash between the
+// two leaves "no vote in the new term" (raft then reads no candidate and
+// may vote), never the previous term's candidate under the new term (which
+// raft would read as a vote it never gave). The format is unchanged: the
+// key is simply absent, as before a node's first vote. A set of the same
+// term keeps the candidate (raft never saves a vote twice in a term, but
+// dropping one it gave would let it vote again).
+const (
+	keyLastVoteTerm = "LastVoteTerm"
+	keyLastVoteCand = "LastVoteCand"
+)
+
 // errStableFull: the keys and values do not fit in a slot (raft's few
 // keys take well under a hundred bytes).
 var errStableFull = errors.New("raftlog: stable store: the keys do not fit in a slot")
@@ -84,7 +99,7 @@ func openStable(path string) (*stable, error) {
 		}
 		st.seq, st.slot = 1, 0
 		img := make([]byte, 2*stableSlot)
-		if _, err := st.encodeSlot(img[:stableSlot], st.seq, "", nil); err != nil {
+		if _, err := st.encodeSlot(img[:stableSlot], st.seq, "", nil, ""); err != nil {
 			return nil, err
 		}
 		if err := writeFileAtomic(path, img); err != nil {
@@ -156,11 +171,11 @@ func (st *stable) parse(rest []byte) error {
 }
 
 // encodeSlot writes into slot the state with key set to val (key "": the
-// state as it is) under sequence seq.
-func (st *stable) encodeSlot(slot []byte, seq uint64, key string, val []byte) (int, error) {
+// state as it is) and without the key drop ("": none) under sequence seq.
+func (st *stable) encodeSlot(slot []byte, seq uint64, key string, val []byte, drop string) (int, error) {
 	b := slot[:stableHead:stableSlot]
 	for _, k := range slices.Sorted(maps.Keys(st.kv)) {
-		if k == key {
+		if k == key || (drop != "" && k == drop) {
 			continue
 		}
 		b = appendField(appendField(b, []byte(k)), st.kv[k])
@@ -205,8 +220,12 @@ func (st *stable) set(key string, val []byte) error {
 	if st.err != nil {
 		return st.err
 	}
+	drop := ""
+	if old, ok := st.kv[keyLastVoteTerm]; key == keyLastVoteTerm && (!ok || !bytes.Equal(old, val)) {
+		drop = keyLastVoteCand // one write for the new term and "no candidate yet"
+	}
 	slot := make([]byte, stableSlot)
-	if _, err := st.encodeSlot(slot, st.seq+1, key, val); err != nil {
+	if _, err := st.encodeSlot(slot, st.seq+1, key, val, drop); err != nil {
 		return err
 	}
 	// Both slots, one after the other, each synced: a torn write of
@@ -235,6 +254,9 @@ func (st *stable) set(key string, val []byte) error {
 	}
 	st.seq, st.slot = st.seq+1, target
 	st.kv[key] = slices.Clone(val)
+	if drop != "" {
+		delete(st.kv, drop)
+	}
 	return nil
 }
 

@@ -48,7 +48,7 @@ func BenchmarkStableSet(b *testing.B) {
 		i := uint64(0)
 		for b.Loop() {
 			i++
-			if _, err := st.encodeSlot(slot, st.seq+i, "CurrentTerm", term(i)); err != nil {
+			if _, err := st.encodeSlot(slot, st.seq+i, "CurrentTerm", term(i), ""); err != nil {
 				b.Fatal(err)
 			}
 			if _, err := st.f.WriteAt(slot, int64(int(i%2)*stableSlot)); err != nil {
@@ -68,7 +68,7 @@ func BenchmarkStableSet(b *testing.B) {
 		i := uint64(0)
 		for b.Loop() {
 			i++
-			n, err := st.encodeSlot(slot, i, "CurrentTerm", term(i))
+			n, err := st.encodeSlot(slot, i, "CurrentTerm", term(i), "")
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -124,3 +124,63 @@ func openOnFUSE(t *testing.T) (*faultfs.FS, string, *Store, chan error) {
 	t.Cleanup(func() { s.Close() })
 	return fsys, dir, s, told
 }
+
+// Raft saves a vote in two sets, the term then the candidate. A failure
+// between them (here the candidate's write or sync fails, a real EIO) must
+// not leave the previous candidate recorded under the new term: reopened,
+// the store has either no candidate or the new one for term 4, never n1
+// (before, the term's set kept LastVoteCand and a reopen read "voted for
+// n1 in term 4").
+func TestStableVoteOneSave(t *testing.T) {
+	for _, op := range []string{"write", "fdatasync"} {
+		t.Run(op, func(t *testing.T) {
+			fsys, dir, s, _ := openOnFUSE(t)
+			if err := s.SetUint64([]byte("LastVoteTerm"), 3); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Set([]byte("LastVoteCand"), []byte("n1")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetUint64([]byte("LastVoteTerm"), 4); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := s.Get([]byte("LastVoteCand")); err == nil {
+				t.Errorf("after the new term's set LastVoteCand = %q, want none", v)
+			}
+			if op == "write" {
+				fsys.FailWrite("stable")
+			} else {
+				fsys.FailSync("stable")
+			}
+			var f *ErrFailed
+			if err := s.Set([]byte("LastVoteCand"), []byte("n2")); !errors.As(err, &f) || f.Op != op {
+				t.Fatalf("candidate's set: %v, want an ErrFailed for %s", err, op)
+			}
+			s.Close()
+			fsys.Clear()
+
+			s = open(t, dir, 0)
+			if v, err := s.GetUint64([]byte("LastVoteTerm")); err != nil || v != 4 {
+				t.Fatalf("reopened: LastVoteTerm = %d, %v, want 4", v, err)
+			}
+			cand, err := s.Get([]byte("LastVoteCand"))
+			switch {
+			case err != nil && err.Error() == "not found":
+			case err == nil && string(cand) == "n2" && op == "fdatasync":
+				// the write reached the file; only its sync failed
+			default:
+				t.Fatalf("reopened: LastVoteCand = %q, %v, want none (or n2 after a failed sync): a vote in term 4 that was never given", cand, err)
+			}
+			// The same term again keeps the candidate.
+			if err := s.Set([]byte("LastVoteCand"), []byte("n3")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetUint64([]byte("LastVoteTerm"), 4); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := s.Get([]byte("LastVoteCand")); err != nil || string(v) != "n3" {
+				t.Fatalf("after setting the same term: LastVoteCand = %q, %v, want n3", v, err)
+			}
+		})
+	}
+}
