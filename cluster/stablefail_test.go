@@ -41,6 +41,10 @@ func TestStableFailureStopsNode(t *testing.T) {
 	dc.write(t, "a", 10, 100)
 	li := dc.leader(-1)
 	v := (li + 1) % 3
+	// The follower's synced mark (also in the stable file) is raised about
+	// a second after its last append: once it is there, the election's
+	// term save is the next write of the file, the one that fails.
+	waitMarkAtEnd(t, dc.nodes[v])
 	mounts[v].FailSync("stable")
 	dc.stop(li)
 
@@ -54,6 +58,11 @@ func TestStableFailureStopsNode(t *testing.T) {
 	stable := filepath.Join(dc.logDir(v), "stable")
 	if !errors.As(err, &fe) || fe.Path != stable || fe.Op != "fdatasync" || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("OnDiskFailure: %v, want the failed fdatasync of %s", err, stable)
+	}
+	// The term's save, the one raft panics on without stableGuard (not
+	// the synced mark's, which stops the node whatever the guard does).
+	if fe.Key != keyCurrentTerm {
+		t.Fatalf("OnDiskFailure: %v, want the failed save of %s", err, keyCurrentTerm)
 	}
 	t.Logf("stopped: %v", err)
 	closed := make(chan struct{})
@@ -80,5 +89,22 @@ func TestStableFailureStopsNode(t *testing.T) {
 		if _, ok := get(dc.nodes[i], "a9"); !ok {
 			t.Fatalf("node %d lacks a write acknowledged before the failure", i)
 		}
+	}
+}
+
+// waitMarkAtEnd waits until n's synced mark has reached its last log
+// index: no set of the mark is due until the log grows again.
+func waitMarkAtEnd(t *testing.T, n *Node) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mark, last := n.SyncedMark(), n.Status().LastIndex
+		if last > 0 && mark >= last {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the synced mark is %d, below the last index %d, after 20 s", mark, last)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -40,6 +40,16 @@ func (n *Node) Status() MemberStatus {
 	return st
 }
 
+// SyncedMark is the highest log index this node's log store has held
+// synced, as recorded in its stable store (raftlog's synced mark); 0 with
+// the log in memory.
+func (n *Node) SyncedMark() uint64 {
+	if n.logStore == nil {
+		return 0
+	}
+	return n.logStore.SyncedMarkRecorded()
+}
+
 // StatusReply is the answer to StatusCommand: Status as field, value
 // pairs.
 func (n *Node) StatusReply() resp.Reply {

@@ -22,6 +22,7 @@ func (s *Server) infoRaft() []string {
 		"raft_last_index", st.LastIndex,
 		"raft_commit_index", st.CommitIndex,
 		"raft_applied_index", st.Applied,
+		"raft_synced_mark", rn.SyncedMark(),
 		"raft_last_contact_ms", st.LastContactMs,
 		"raft_leader_changes", rn.LeaderChanges(),
 		"raft_leader_gone_elections", rn.LeaderGoneElections(),

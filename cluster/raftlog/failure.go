@@ -41,10 +41,17 @@ type ErrFailed struct {
 	Path string
 	Op   string
 	Err  error
+	// Key is the stable store's key whose set failed (CurrentTerm,
+	// LastVoteTerm, LastVoteCand, the synced mark); "" for a log file.
+	Key string
 }
 
 func (e *ErrFailed) Error() string {
-	return fmt.Sprintf("raftlog: %s %s failed: %v (the log store stopped: what the disk holds is known only by reading it again, at a restart)", e.Op, e.Path, e.Err)
+	saving := ""
+	if e.Key != "" {
+		saving = "saving " + e.Key + "; "
+	}
+	return fmt.Sprintf("raftlog: %s %s failed: %v (%sthe log store stopped: what the disk holds is known only by reading it again, at a restart)", e.Op, e.Path, e.Err, saving)
 }
 
 func (e *ErrFailed) Unwrap() error { return e.Err }

@@ -248,7 +248,7 @@ func (st *stable) set(key string, val []byte) error {
 			if pe, ok := err.(*os.PathError); ok {
 				err = pe.Err // ErrFailed names the file
 			}
-			st.err = &ErrFailed{Path: st.path, Op: op, Err: err}
+			st.err = &ErrFailed{Path: st.path, Op: op, Err: err, Key: key}
 			return st.err
 		}
 	}

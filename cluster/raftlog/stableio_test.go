@@ -35,8 +35,8 @@ func TestStableIOError(t *testing.T) {
 			}
 			err := s.SetUint64([]byte("CurrentTerm"), 5)
 			var f *ErrFailed
-			if !errors.As(err, &f) || f.Path != filepath.Join(dir, "stable") || f.Op != op || !errors.Is(err, syscall.EIO) {
-				t.Fatalf("failed set: %v, want an ErrFailed for %s of %s with EIO", err, op, filepath.Join(dir, "stable"))
+			if !errors.As(err, &f) || f.Path != filepath.Join(dir, "stable") || f.Op != op || f.Key != "CurrentTerm" || !errors.Is(err, syscall.EIO) {
+				t.Fatalf("failed set: %v, want an ErrFailed for %s of %s saving CurrentTerm with EIO", err, op, filepath.Join(dir, "stable"))
 			}
 			if got := <-told; got != err {
 				t.Fatalf("OnFailure told %v, want %v", got, err)
@@ -99,8 +99,8 @@ func TestStableIOErrorMark(t *testing.T) {
 		t.Fatal("the store did not fail within 10 s of its stable file's syncs failing")
 	}
 	var f *ErrFailed
-	if !errors.As(err, &f) || f.Path != filepath.Join(dir, "stable") || f.Op != "fdatasync" || !errors.Is(err, syscall.EIO) {
-		t.Fatalf("OnFailure: %v, want the failed fdatasync of the stable file", err)
+	if !errors.As(err, &f) || f.Path != filepath.Join(dir, "stable") || f.Op != "fdatasync" || f.Key != syncedKey || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("OnFailure: %v, want the failed fdatasync of the stable file saving the synced mark", err)
 	}
 	if err2 := s.StoreLogs(entries(21, 21, 1)); err2 != err {
 		t.Fatalf("append after the failure: %v, want %v", err2, err)
@@ -153,7 +153,7 @@ func TestStableVoteOneSave(t *testing.T) {
 				fsys.FailSync("stable")
 			}
 			var f *ErrFailed
-			if err := s.Set([]byte("LastVoteCand"), []byte("n2")); !errors.As(err, &f) || f.Op != op {
+			if err := s.Set([]byte("LastVoteCand"), []byte("n2")); !errors.As(err, &f) || f.Op != op || f.Key != "LastVoteCand" {
 				t.Fatalf("candidate's set: %v, want an ErrFailed for %s", err, op)
 			}
 			s.Close()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -51,6 +52,9 @@ type marker struct {
 	mu   sync.Mutex
 	mark uint64 // as recorded in the stable store
 	term uint64 // the term of the entry at mark; 0 if unknown
+	// seen is mark, read without mu (Recorded): a set of the mark that
+	// hangs on a stuck disk holds mu.
+	seen atomic.Uint64
 	stop chan struct{}
 	done chan struct{}
 }
@@ -86,6 +90,10 @@ func checkStable(dir string) error {
 		ErrLost, path, what, dir, filepath.Base(held[0]))
 }
 
+// SyncedMarkRecorded is SyncedMark without waiting for a set of the mark
+// in progress (for status output: a stuck disk does not hold it up).
+func (s *Store) SyncedMarkRecorded() uint64 { return s.mark.seen.Load() }
+
 // loadMark reads the synced mark from the stable store (0 if none).
 func (s *Store) loadMark() error {
 	v, ok := s.stable.kv[syncedKey]
@@ -96,6 +104,7 @@ func (s *Store) loadMark() error {
 		return fmt.Errorf("%w: %s: the synced mark is not two uint64", ErrCorrupt, s.stable.path)
 	}
 	s.mark.mark = binary.BigEndian.Uint64(v)
+	s.mark.seen.Store(s.mark.mark)
 	s.mark.term = binary.BigEndian.Uint64(v[8:])
 	return nil
 }
@@ -122,6 +131,7 @@ func (s *Store) setMark(mark, term uint64) error {
 		return err
 	}
 	s.mark.mark, s.mark.term = mark, term
+	s.mark.seen.Store(mark)
 	return nil
 }
 

@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,10 +67,20 @@ func fuseStableElection(t *testing.T, bin, op string, fault func(*faultfs.FS)) {
 	lc.Close()
 
 	v := (leader + 1) % len(procs)
+	// The follower's synced mark (also in the stable file) is raised about
+	// a second after its last append: once it is there, the election's
+	// term save is the next write of the file, the one that fails.
+	waitMarkAtEnd(t, procs[v])
 	t.Logf("every %s of %s's stable file fails; %s (the leader) is killed", op, procs[v].id, procs[leader].id)
 	fault(mounts[v])
 	procs[leader].kill()
 	wantStableExit(t, procs[v], mounts[v], op)
+	// The term's save failed, the one raft panics on without the cluster's
+	// stableGuard (not the synced mark's, which stops the node whatever
+	// the guard does).
+	if log := readLog(procs[v]); !strings.Contains(log, "(saving CurrentTerm;") {
+		t.Fatalf("%s: the failed save is not the current term's; log:\n%s", procs[v].id, log)
+	}
 
 	// The killed leader and then the failed node, on a working disk.
 	mounts[v].Clear()
@@ -104,4 +116,38 @@ func fuseStableStart(t *testing.T, bin, op string, fault func(*faultfs.FS)) {
 	fsys.Clear()
 	p.start(t, bin, peers)
 	wantThe20Keys(t, p, c)
+}
+
+// waitMarkAtEnd waits until p's synced mark (INFO raft) has reached its
+// last log index: no set of the mark is due until the log grows again.
+func waitMarkAtEnd(t *testing.T, p *proc) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	var info string
+	for {
+		var err error
+		info, err = c.Info(context.Background(), "raft").Result()
+		if err == nil {
+			mark, last := infoUint(info, "raft_synced_mark"), infoUint(info, "raft_last_index")
+			if last > 0 && mark >= last {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the synced mark did not reach the last index in 20 s: %v\n%s", p.id, err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func infoUint(info, field string) uint64 {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			n, _ := strconv.ParseUint(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
