@@ -416,7 +416,8 @@ func NewNode(cfg Config) (*Node, error) {
 		dt.catchUp, dt.filtered = n.catchUp, make(chan raft.RPC)
 		go n.catchUp.filter(n.transport.Consumer(), dt.filtered, n.stop)
 	}
-	n.raft, err = raft.NewRaft(rc, n.fsm, logs, stable, snaps, trans)
+	n.fsm.snaps = newOpenedSnaps(snaps) // Restore learns the snapshot's index
+	n.raft, err = raft.NewRaft(rc, n.fsm, logs, stable, n.fsm.snaps, trans)
 	if err != nil {
 		n.transport.Close()
 		n.closeStores()

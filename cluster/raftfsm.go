@@ -43,6 +43,9 @@ type raftFSM struct {
 	// failed: the log store failed (diskfail.go); nothing more is
 	// applied, and no snapshot taken. Under mu.
 	failed bool
+	// snaps is raft's snapshot store: Restore learns from it the index of
+	// the snapshot it restores (snaprestore.go). nil in some tests.
+	snaps *openedSnaps
 }
 
 func newRaftFSM(f *fsm.FSM, deliver Deliverer) *raftFSM {
@@ -198,14 +201,24 @@ func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 	return &fsmSnapshot{data: b.Bytes(), start: start, m: r.metrics}, nil
 }
 
-// Restore replaces the state with a snapshot.
+// Restore replaces the state with a snapshot, and the applied index with
+// the snapshot's: with no entry after it, reads wait for that index, and
+// StateSnapshot and backups name it.
 func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	start := time.Now()
+	var meta *raft.SnapshotMeta
+	if r.snaps != nil {
+		meta = r.snaps.openedHere() // before rc.Close forgets it
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cr := &countingReader{r: rc}
 	err := r.fsm.Restore(cr)
+	if err == nil && meta != nil {
+		r.applied = meta.Index
+		r.cond.Broadcast()
+	}
 	if err == nil && r.metrics != nil {
 		r.metrics.snapshotInstalled(cr.n, time.Since(start))
 	}
