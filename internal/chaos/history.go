@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"time"
@@ -37,6 +38,21 @@ func (o Outcome) String() string {
 
 // MarshalText writes the outcome as ok, fail or info.
 func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// UnmarshalText reads what MarshalText wrote (a history.jsonl read back).
+func (o *Outcome) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "ok":
+		*o = OK
+	case "fail":
+		*o = Fail
+	case "info":
+		*o = Info
+	default:
+		return fmt.Errorf("chaos: unknown outcome %q (want ok, fail or info)", b)
+	}
+	return nil
+}
 
 // Classify turns the error of one request into an outcome. Only errors that
 // prove nothing was applied are Fail; everything else after the request may
