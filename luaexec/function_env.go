@@ -6,7 +6,12 @@ import lua "github.com/yuin/gopher-lua"
 type libraryTables struct {
 	loadGlobals *lua.LTable // what a library's code sees while it loads
 	fnGlobals   *lua.LTable // what its functions see when they run
-	envs        map[*lua.LTable]bool
+	// envMark is a key only library environments hold (set to true), so
+	// that isProtected knows one without a set that would keep every
+	// environment ever made: a library's goes with it (FUNCTION LOAD
+	// REPLACE, DELETE, FLUSH, a failed load). Scripts never see the key:
+	// no script reaches a library's environment.
+	envMark *lua.LUserData
 }
 
 // libraryEnv returns a new environment for a library's chunk, and its
@@ -20,10 +25,10 @@ func (sb *sandbox) libraryEnv(L *lua.LState) (env, meta *lua.LTable) {
 	meta.RawSetString("__index", sb.libraryLoadGlobals(L))
 	meta.RawSetString("__newindex", sb.roNewIndex)
 	env.Metatable = meta
-	if sb.lib.envs == nil {
-		sb.lib.envs = map[*lua.LTable]bool{}
+	if sb.lib.envMark == nil {
+		sb.lib.envMark = L.NewUserData()
 	}
-	sb.lib.envs[env] = true
+	env.RawSet(sb.lib.envMark, lua.LTrue)
 	return env, meta
 }
 
@@ -118,4 +123,9 @@ func (sb *sandbox) bindLibrary(L *lua.LState, lib *Library) {
 	for _, f := range lib.fns {
 		walk(f.fn)
 	}
+}
+
+// isLibraryEnv reports whether t is a library's environment.
+func (sb *sandbox) isLibraryEnv(t *lua.LTable) bool {
+	return sb.lib.envMark != nil && t.RawGet(sb.lib.envMark) == lua.LTrue
 }

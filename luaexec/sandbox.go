@@ -211,7 +211,7 @@ func (sb *sandbox) isProtected(t *lua.LTable) bool {
 	if _, ok := sb.proxies[t]; ok {
 		return true
 	}
-	return t == sb.env || sb.lib.envs[t]
+	return t == sb.env || sb.isLibraryEnv(t)
 }
 
 // length is the '#' of a table.
