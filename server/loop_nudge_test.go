@@ -22,68 +22,78 @@ import (
 // loop on a one-P cluster member waited for the runtime's monitor (10 ms)
 // while a KEYS or SCAN walked the keyspace. A loop blocked in epoll_wait
 // registers nothing (the kernel wakes it).
+//
+// What each mode registers (the loop's descriptors, its nudge) is removed
+// by t.Cleanup, also when the test fails half-way: a nudge left in the
+// walks' hooks would run in every later test's walks.
 func TestEventLoopNudge(t *testing.T) {
-	for _, mode := range []int32{waitPoller, waitBlocking} {
-		testLoopWait.Store(mode)
-		s := newTestServer(t)
-		l, err := newEventLoop(s.Server) // a second loop, not running: its wait is ours
-		testLoopWait.Store(0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, want := l.epoll != nil, mode == waitPoller; got != want {
-			t.Fatalf("mode %d: loop in the poller: %v, want %v", mode, got, want)
-		}
-		remove := l.nudgeDuringWalks()
+	t.Run("poller", func(t *testing.T) { testEventLoopNudge(t, waitPoller) })
+	t.Run("blocking", func(t *testing.T) { testEventLoopNudge(t, waitBlocking) })
+}
 
-		walk := func() {
-			f := fsm.New(fsm.Options{})
-			for i := range 40_000 { // a long read: more than a walk's minimum
-				f.Apply(1, fsm.Command{Args: [][]byte{[]byte("SET"), []byte("k" + strconv.Itoa(i)), []byte("v")}})
-			}
-			var mu sync.Mutex
-			mu.Lock()
-			w := f.BeginWalk(1, fsm.Command{Args: [][]byte{[]byte("KEYS"), []byte("*")}})
-			mu.Unlock()
-			if w == nil {
-				t.Fatal("KEYS * over 40 000 keys: not a walk")
-			}
-			w.Run(&mu)
-		}
-		walk() // nothing ready
-		if n := l.nudges.Load(); n != 0 {
-			t.Fatalf("mode %d: %d nudges with nothing ready", mode, n)
-		}
-		one := [8]byte{1}
-		if _, err := syscall.Write(l.wakefd, one[:]); err != nil { // an event ready in the set
-			t.Fatal(err)
-		}
-		walk()
-		n := l.nudges.Load()
-		switch {
-		case mode == waitBlocking && n != 0:
-			t.Fatalf("a blocking loop was nudged %d times", n)
-		case mode == waitPoller && n == 0:
-			t.Fatal("a walk's yields did not nudge the loop with an event ready")
-		case mode == waitPoller:
-			// The loop's wait returns at once: a waiting Read on the
-			// epoll file sees the wake deadline.
-			err := l.epoll.Read(func(uintptr) bool { return false })
-			if !errors.Is(err, os.ErrDeadlineExceeded) {
-				t.Fatalf("the nudged loop's wait: %v, want a wake-up", err)
-			}
-		}
-		remove()
-		walk()
-		if n2 := l.nudges.Load(); n2 != n {
-			t.Fatalf("mode %d: nudged %d times after removal", mode, n2-n)
-		}
+func testEventLoopNudge(t *testing.T, mode int32) {
+	testLoopWait.Store(mode)
+	s := newTestServer(t)
+	l, err := newEventLoop(s.Server) // a second loop, not running: its wait is ours
+	testLoopWait.Store(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
 		if l.epf != nil {
 			l.epf.Close()
 		} else {
 			syscall.Close(l.epfd)
 		}
 		syscall.Close(l.wakefd)
+	})
+	if got, want := l.epoll != nil, mode == waitPoller; got != want {
+		t.Fatalf("mode %d: loop in the poller: %v, want %v", mode, got, want)
+	}
+	remove := l.nudgeDuringWalks()
+	t.Cleanup(remove) // removing twice is harmless
+
+	walk := func() {
+		f := fsm.New(fsm.Options{})
+		for i := range 40_000 { // a long read: more than a walk's minimum
+			f.Apply(1, fsm.Command{Args: [][]byte{[]byte("SET"), []byte("k" + strconv.Itoa(i)), []byte("v")}})
+		}
+		var mu sync.Mutex
+		mu.Lock()
+		w := f.BeginWalk(1, fsm.Command{Args: [][]byte{[]byte("KEYS"), []byte("*")}})
+		mu.Unlock()
+		if w == nil {
+			t.Fatal("KEYS * over 40 000 keys: not a walk")
+		}
+		w.Run(&mu)
+	}
+	walk() // nothing ready
+	if n := l.nudges.Load(); n != 0 {
+		t.Fatalf("mode %d: %d nudges with nothing ready", mode, n)
+	}
+	one := [8]byte{1}
+	if _, err := syscall.Write(l.wakefd, one[:]); err != nil { // an event ready in the set
+		t.Fatal(err)
+	}
+	walk()
+	n := l.nudges.Load()
+	switch {
+	case mode == waitBlocking && n != 0:
+		t.Fatalf("a blocking loop was nudged %d times", n)
+	case mode == waitPoller && n == 0:
+		t.Fatal("a walk's yields did not nudge the loop with an event ready")
+	case mode == waitPoller:
+		// The loop's wait returns at once: a waiting Read on the
+		// epoll file sees the wake deadline.
+		err := l.epoll.Read(func(uintptr) bool { return false })
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("the nudged loop's wait: %v, want a wake-up", err)
+		}
+	}
+	remove()
+	walk()
+	if n2 := l.nudges.Load(); n2 != n {
+		t.Fatalf("mode %d: nudged %d times after removal", mode, n2-n)
 	}
 }
 
