@@ -270,7 +270,7 @@ func vmRSS(pid int) (int64, error) {
 // size of the snapshot files.
 func restartTime(ctx context.Context, bin, root string, cfg config) (wall, cpu time.Duration, snap int64, err error) {
 	backup := filepath.Join(root, "locks.backup")
-	if err := writeLockBackup(backup, cfg.memRestart, cfg.memLease); err != nil {
+	if err := writeLockBackup(ctx, backup, cfg.memRestart, cfg.memLease); err != nil {
 		return 0, 0, 0, err
 	}
 	ports, err := freePorts(1)
@@ -313,12 +313,15 @@ func restartTime(ctx context.Context, bin, root string, cfg config) (wall, cpu t
 
 // writeLockBackup writes a backup (the state machine's snapshot) holding n
 // Redisson locks with the given lease from now.
-func writeLockBackup(path string, n int, lease time.Duration) error {
+func writeLockBackup(ctx context.Context, path string, n int, lease time.Duration) error {
 	f := fsm.New(fsm.Options{})
 	defer f.Close()
 	now := time.Now().UnixMilli()
 	ms := []byte(strconv.FormatInt(lease.Milliseconds(), 10))
 	for i := range n {
+		if i%loadBatch == 0 && ctx.Err() != nil {
+			return ctx.Err() // SIGTERM while building millions of locks
+		}
 		key := []byte("lock:entity:" + strconv.Itoa(i))
 		field := []byte(lockOwners[i%len(lockOwners)] + ":" + strconv.Itoa(40+i%96))
 		f.Apply(now, fsm.Command{Args: [][]byte{[]byte("hset"), key, field, []byte("1")}})

@@ -194,6 +194,8 @@ func runLongRead(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		row.err = longRead(ctx, addr, cfg.keys, &row)
 		rows = append(rows, row)
 	}
+	// Stopped (SIGTERM): the systems not yet measured are not started.
+	stopped := func() bool { return ctx.Err() != nil }
 	if cfg.deadboltAddr != "" {
 		measure("deadbolt", "external", cfg.deadboltAddr)
 		return reportLongRead(stdout, cfg, rows)
@@ -218,6 +220,9 @@ func runLongRead(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		measure("deadbolt-memory", "one bin/deadbolt, in memory", loopback(ports[0]))
 		single.stop()
 	}
+	if stopped() {
+		return ctx.Err()
+	}
 	if slices.Contains(cfg.longSystems, "3node") {
 		c, err := startDeadboltNodes(ctx, cfg.deadboltBin, root, cfg.memberProcs)
 		if err != nil {
@@ -226,6 +231,9 @@ func runLongRead(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		measure("deadbolt-3node", "the leader of 3 bin/deadbolt, data on disk", c.leaderAddr)
 		c.stop()
 	}
+	if stopped() {
+		return ctx.Err()
+	}
 	if slices.Contains(cfg.longSystems, "redis") {
 		addr, stop, err := startRedis(ctx, cfg.redisServer, redisNoPersistence)
 		if err != nil {
@@ -233,6 +241,9 @@ func runLongRead(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		}
 		measure("redis", "--save '' --appendonly no", addr)
 		stop()
+	}
+	if stopped() {
+		return ctx.Err()
 	}
 	return reportLongRead(stdout, cfg, rows)
 }
@@ -271,6 +282,10 @@ func longRead(ctx context.Context, addr string, keys int, row *longReadRow) erro
 		return err
 	}
 	defer nc.Close()
+	// SIGTERM while loading (or measuring): the connection closes, the
+	// request in flight fails, and the load stops at its next batch.
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	defer stop()
 	rd := bufio.NewReaderSize(nc, 1<<20)
 	send := func(cmds ...[]string) ([]resp.Reply, error) {
 		var req []byte
@@ -306,14 +321,23 @@ func longRead(ctx context.Context, addr string, keys int, row *longReadRow) erro
 			// SETs may be sent again: a busy machine can make a
 			// cluster change leaders (outcome unknown, TRYAGAIN).
 			for try := 0; ; try++ {
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("loading: %w", err)
+				}
 				_, err := send(batch...)
 				if err == nil {
 					break
 				}
-				if try == 5 || ctx.Err() != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("loading: %w", ctx.Err())
+				}
+				if try == 5 {
 					return fmt.Errorf("loading: %w", err)
 				}
-				time.Sleep(time.Second)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
 			}
 			batch = batch[:0]
 		}
