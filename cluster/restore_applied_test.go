@@ -72,3 +72,36 @@ func (c stoppedClock) Now() time.Time { return c.t }
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A follower started from its own snapshot, with no entry after it in its
+// log and an idle leader, has applied the snapshot's index once raft
+// restored it. (A node that wins an election applies an entry of its own
+// at once, which hid this on a single node.)
+func TestRestoreSetsAppliedAtStart(t *testing.T) {
+	dc := startDiskCluster(t, 3, func(i int, cfg *Config) {
+		cfg.Clock = stoppedClock{time.Unix(1_700_000_000, 0)} // no clock ticks
+	})
+	dc.write(t, "k", 20, 10)
+	dc.converged()
+	fi := (dc.leader(-1) + 1) % 3
+	f := dc.nodes[fi].raft.Snapshot()
+	if err := f.Error(); err != nil {
+		t.Fatal(err)
+	}
+	meta, rc, err := f.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	dc.stop(fi)
+	n, err := dc.start(fi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, 10*time.Second, "the restarted follower's applied index to reach its snapshot's", func() bool {
+		return n.AppliedIndex() >= meta.Index
+	})
+	if _, ok := get(n, "k19"); !ok {
+		t.Fatal("the restarted follower lacks k19")
+	}
+}
