@@ -52,8 +52,8 @@ type marker struct {
 	mu   sync.Mutex
 	mark uint64 // as recorded in the stable store
 	term uint64 // the term of the entry at mark; 0 if unknown
-	// seen is mark, read without mu (Recorded): a set of the mark that
-	// hangs on a stuck disk holds mu.
+	// seen is mark, read without mu (SyncedMarkRecorded): a set of the
+	// mark that hangs on a stuck disk holds mu.
 	seen atomic.Uint64
 	stop chan struct{}
 	done chan struct{}
