@@ -37,13 +37,18 @@ func TestStableFailureStopsNode(t *testing.T) {
 	dc := startDiskCluster(t, 3, func(i int, cfg *Config) {
 		cfg.DataDir = mounts[i].Dir
 		cfg.OnDiskFailure = func(err error) { failed <- err }
+		// No clock ticks: an idle leader's tick reaching the follower
+		// after waitMarkAtEnd would make the mark's save (about a second
+		// later) the next write of its stable file, not the term's.
+		cfg.Clock = stoppedClock{time.Unix(1_700_000_000, 0)}
 	})
 	dc.write(t, "a", 10, 100)
 	li := dc.leader(-1)
 	v := (li + 1) % 3
 	// The follower's synced mark (also in the stable file) is raised about
-	// a second after its last append: once it is there, the election's
-	// term save is the next write of the file, the one that fails.
+	// a second after its last append: once it is there, and with no clock
+	// ticks nothing more is appended, the election's term save is the next
+	// write of the file, the one that fails.
 	waitMarkAtEnd(t, dc.nodes[v])
 	mounts[v].FailSync("stable")
 	dc.stop(li)

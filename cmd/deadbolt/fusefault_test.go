@@ -237,13 +237,16 @@ func fuseClusterFailure(t *testing.T, bin, victim string) {
 // directory on a faultfs mount, waits for a leader and for every member
 // to serve, and returns them, their mounts, the --peers they share and a
 // function that waits for a leader again (killed at the test's end).
-func fuseCluster(t *testing.T, bin, prefix string) (procs []*proc, mounts []*faultfs.FS, peers string, waitLeader func() int) {
+func fuseCluster(t *testing.T, bin, prefix string, extra ...func(*proc)) (procs []*proc, mounts []*faultfs.FS, peers string, waitLeader func() int) {
 	t.Helper()
 	procs = make([]*proc, 3)
 	mounts = make([]*faultfs.FS, 3)
 	var ids []string
 	for i := range procs {
 		procs[i], mounts[i] = fuseProc(t, fmt.Sprintf("%s%d", prefix, i+1))
+		for _, f := range extra {
+			f(procs[i])
+		}
 		ids = append(ids, procs[i].id+"="+procs[i].raft)
 	}
 	peers = strings.Join(ids, ",")

@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,7 +54,11 @@ func TestProcessFUSEStableFailure(t *testing.T) {
 }
 
 func fuseStableElection(t *testing.T, bin, op string, fault func(*faultfs.FS)) {
-	procs, mounts, peers, waitLeader := fuseCluster(t, bin, "s")
+	// Each node's clock can be moved (-clock-offset-file): the leader's is
+	// set an hour back before the fault, which stops its clock ticks.
+	procs, mounts, peers, waitLeader := fuseCluster(t, bin, "s", func(p *proc) {
+		p.extra = append(p.extra, "--clock-offset-file", clockFile(p))
+	})
 	ctx := context.Background()
 	leader := waitLeader()
 	lc := redis.NewClient(&redis.Options{Addr: procs[leader].addr, MaxRetries: -1, ReadTimeout: 5 * time.Second})
@@ -69,8 +75,12 @@ func fuseStableElection(t *testing.T, bin, op string, fault func(*faultfs.FS)) {
 	v := (leader + 1) % len(procs)
 	// The follower's synced mark (also in the stable file) is raised about
 	// a second after its last append: once it is there, the election's
-	// term save is the next write of the file, the one that fails.
-	waitMarkAtEnd(t, procs[v])
+	// term save is the next write of the file, the one that fails, if
+	// nothing more is appended. An idle leader proposes a clock tick when
+	// its clock has moved 250 ms past its last proposal: with its clock an
+	// hour back, it proposes none (and nothing else is written).
+	stopTicks(t, procs[leader])
+	waitMarkAtEnd(t, procs[v], procs[leader])
 	t.Logf("every %s of %s's stable file fails; %s (the leader) is killed", op, procs[v].id, procs[leader].id)
 	fault(mounts[v])
 	procs[leader].kill()
@@ -118,12 +128,34 @@ func fuseStableStart(t *testing.T, bin, op string, fault func(*faultfs.FS)) {
 	wantThe20Keys(t, p, c)
 }
 
+func clockFile(p *proc) string { return filepath.Join(p.dir, "clock-offset") }
+
+// stopTicks sets p's clock an hour back and waits for p to have read it
+// (its log says so): from then on p, as leader, proposes no clock tick
+// for an hour.
+func stopTicks(t *testing.T, p *proc) {
+	t.Helper()
+	if err := os.WriteFile(clockFile(p), []byte("-3600000"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(readLog(p), "clock offset changed") {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not read its clock offset in 20 s", p.id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitMarkAtEnd waits until p's synced mark (INFO raft) has reached its
-// last log index: no set of the mark is due until the log grows again.
-func waitMarkAtEnd(t *testing.T, p *proc) {
+// last log index, and that index is the leader's last: no set of the mark
+// is due until the log grows again.
+func waitMarkAtEnd(t *testing.T, p, leader *proc) {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
 	defer c.Close()
+	lc := redis.NewClient(&redis.Options{Addr: leader.addr, MaxRetries: -1})
+	defer lc.Close()
 	deadline := time.Now().Add(20 * time.Second)
 	var info string
 	for {
@@ -131,7 +163,9 @@ func waitMarkAtEnd(t *testing.T, p *proc) {
 		info, err = c.Info(context.Background(), "raft").Result()
 		if err == nil {
 			mark, last := infoUint(info, "raft_synced_mark"), infoUint(info, "raft_last_index")
-			if last > 0 && mark >= last {
+			var linfo string
+			linfo, err = lc.Info(context.Background(), "raft").Result()
+			if err == nil && last > 0 && mark >= last && infoUint(linfo, "raft_last_index") == last {
 				return
 			}
 		}
