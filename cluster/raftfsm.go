@@ -207,16 +207,26 @@ func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 func (r *raftFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	start := time.Now()
-	var meta *raft.SnapshotMeta
+	var opened *openedSnap
+	var before int64
 	if r.snaps != nil {
-		meta = r.snaps.openedHere() // before rc.Close forgets it
+		opened = r.snaps.openedHere() // before rc.Close forgets it
+		if opened != nil {
+			before = opened.n.Load()
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cr := &countingReader{r: rc}
 	err := r.fsm.Restore(cr)
-	if err == nil && meta != nil {
-		r.applied = meta.Index
+	// The snapshot this goroutine opened is the one restored when what
+	// Restore read came through it (raft passes it on, maybe wrapped, and
+	// nothing else reads it here: another goroutine's open, such as a
+	// leader's sending a snapshot, is noted under that goroutine). Should
+	// raft one day restore from a reader it opened elsewhere, the bytes do
+	// not match and the applied index follows the next applied entry.
+	if err == nil && opened != nil && cr.n > 0 && opened.n.Load()-before >= cr.n {
+		r.applied = opened.meta.Index
 		r.cond.Broadcast()
 	}
 	if err == nil && r.metrics != nil {

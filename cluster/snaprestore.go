@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 )
@@ -20,11 +21,11 @@ import (
 type openedSnaps struct {
 	raft.SnapshotStore
 	mu     sync.Mutex
-	opened map[uint64]*raft.SnapshotMeta // goroutine → the snapshot it opened, until closed
+	opened map[uint64]*openedSnap // goroutine → the snapshot it opened, until closed
 }
 
 func newOpenedSnaps(s raft.SnapshotStore) *openedSnaps {
-	return &openedSnaps{SnapshotStore: s, opened: map[uint64]*raft.SnapshotMeta{}}
+	return &openedSnaps{SnapshotStore: s, opened: map[uint64]*openedSnap{}}
 }
 
 func (s *openedSnaps) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
@@ -32,18 +33,28 @@ func (s *openedSnaps) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error)
 	if err != nil {
 		return meta, rc, err
 	}
-	g := goroutineID()
+	o := &openedSnap{ReadCloser: rc, s: s, g: goroutineID(), meta: meta}
+	if o.g == 0 {
+		// No number read from the stack trace: nothing is noted, and
+		// Restore finds no snapshot (the applied index then follows
+		// the next applied entry, as before the restore was noted).
+		return meta, rc, nil
+	}
 	s.mu.Lock()
-	s.opened[g] = meta
+	s.opened[o.g] = o
 	s.mu.Unlock()
-	return meta, &openedSnap{ReadCloser: rc, s: s, g: g, meta: meta}, nil
+	return meta, o, nil
 }
 
 // openedHere is the snapshot the calling goroutine has open (nil if none).
-func (s *openedSnaps) openedHere() *raft.SnapshotMeta {
+func (s *openedSnaps) openedHere() *openedSnap {
+	g := goroutineID()
+	if g == 0 {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.opened[goroutineID()]
+	return s.opened[g]
 }
 
 type openedSnap struct {
@@ -51,11 +62,18 @@ type openedSnap struct {
 	s    *openedSnaps
 	g    uint64
 	meta *raft.SnapshotMeta
+	n    atomic.Int64 // bytes read
+}
+
+func (o *openedSnap) Read(p []byte) (int, error) {
+	n, err := o.ReadCloser.Read(p)
+	o.n.Add(int64(n))
+	return n, err
 }
 
 func (o *openedSnap) Close() error {
 	o.s.mu.Lock()
-	if o.s.opened[o.g] == o.meta {
+	if o.s.opened[o.g] == o {
 		delete(o.s.opened, o.g)
 	}
 	o.s.mu.Unlock()
@@ -63,7 +81,8 @@ func (o *openedSnap) Close() error {
 }
 
 // goroutineID is the calling goroutine's number, from the first line of
-// its stack trace ("goroutine 42 [running]:").
+// its stack trace ("goroutine 42 [running]:"); 0 (no goroutine's number)
+// if that line cannot be read.
 func goroutineID() uint64 {
 	var buf [64]byte
 	b := buf[:runtime.Stack(buf[:], false)]
