@@ -41,8 +41,9 @@ func (n *Node) Status() MemberStatus {
 }
 
 // SyncedMark is the highest log index this node's log store has held
-// synced, as recorded in its stable store (raftlog's synced mark); 0 with
-// the log in memory.
+// synced, as recorded in its stable store (raftlog's synced mark); 0 when
+// the log is not in a raftlog store (in memory, or the bolt and WAL stores
+// of old builds' data dirs).
 func (n *Node) SyncedMark() uint64 {
 	if n.logStore == nil {
 		return 0
