@@ -11,6 +11,12 @@ type libraryTables struct {
 	// environment ever made: a library's goes with it (FUNCTION LOAD
 	// REPLACE, DELETE, FLUSH, a failed load). Scripts never see the key:
 	// no script reaches a library's environment.
+	//
+	// That is what keeps the protection: the key is a field of the
+	// environment itself, so code holding one (were getfenv or _G ever to
+	// reach it) would find the key with next or pairs, and env[key] = nil
+	// would remove it and with it isProtected's refusal: an assignment to a
+	// key the table already holds does not go through __newindex.
 	envMark *lua.LUserData
 }
 
