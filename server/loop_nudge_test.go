@@ -33,6 +33,7 @@ func TestEventLoopNudge(t *testing.T) {
 
 func testEventLoopNudge(t *testing.T, mode int32) {
 	testLoopWait.Store(mode)
+	t.Cleanup(func() { testLoopWait.Store(0) }) // also when newTestServer fails
 	s := newTestServer(t)
 	l, err := newEventLoop(s.Server) // a second loop, not running: its wait is ours
 	testLoopWait.Store(0)
