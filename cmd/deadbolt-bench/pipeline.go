@@ -194,8 +194,15 @@ func runLongRead(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		row.err = longRead(ctx, addr, cfg.keys, &row)
 		rows = append(rows, row)
 	}
-	// Stopped (SIGTERM): the systems not yet measured are not started.
+	// Stopped (SIGTERM): the systems not yet measured are not started,
+	// and the rows measured are reported, as with -deadbolt-addr.
 	stopped := func() bool { return ctx.Err() != nil }
+	reportStopped := func() error {
+		if err := reportLongRead(stdout, cfg, rows); err != nil {
+			return err
+		}
+		return ctx.Err()
+	}
 	if cfg.deadboltAddr != "" {
 		measure("deadbolt", "external", cfg.deadboltAddr)
 		return reportLongRead(stdout, cfg, rows)
@@ -221,7 +228,7 @@ func runLongRead(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		single.stop()
 	}
 	if stopped() {
-		return ctx.Err()
+		return reportStopped()
 	}
 	if slices.Contains(cfg.longSystems, "3node") {
 		c, err := startDeadboltNodes(ctx, cfg.deadboltBin, root, cfg.memberProcs)
@@ -232,7 +239,7 @@ func runLongRead(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		c.stop()
 	}
 	if stopped() {
-		return ctx.Err()
+		return reportStopped()
 	}
 	if slices.Contains(cfg.longSystems, "redis") {
 		addr, stop, err := startRedis(ctx, cfg.redisServer, redisNoPersistence)
@@ -243,7 +250,7 @@ func runLongRead(ctx context.Context, cfg config, stdout, stderr io.Writer) erro
 		stop()
 	}
 	if stopped() {
-		return ctx.Err()
+		return reportStopped()
 	}
 	return reportLongRead(stdout, cfg, rows)
 }

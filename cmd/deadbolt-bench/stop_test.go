@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,3 +57,33 @@ func wantStopped(t *testing.T, done chan error) {
 		t.Fatal("still loading 10 s after the cancellation")
 	}
 }
+
+// Stopped (SIGTERM) while a system is measured, -longread reports the rows
+// it has (here the stopped one's, with its error) before it returns the
+// cancellation, as it does with -deadbolt-addr.
+func TestLongReadStoppedReportsRows(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatal(err) // installed here and in CI
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := config{redisServer: "redis-server", workDir: t.TempDir(), keys: 1000, longSystems: []string{"redis"}}
+	var stdout bytes.Buffer
+	stderr := writerFunc(func(p []byte) (int, error) {
+		if bytes.Contains(p, []byte("longread: redis: loading")) {
+			cancel() // as SIGTERM does, once redis-server runs
+		}
+		return len(p), nil
+	})
+	err := runLongRead(ctx, cfg, &stdout, stderr)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("runLongRead: %v, want context.Canceled", err)
+	}
+	if !strings.Contains(stdout.String(), "redis") || !strings.Contains(stdout.String(), "error:") {
+		t.Fatalf("no row for the stopped system; stdout:\n%s", stdout.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
