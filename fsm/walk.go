@@ -51,8 +51,8 @@ type Walk struct {
 	pattern []byte
 
 	pos     uint64      // where the next step starts in the key table (keyTable.chunk)
-	seen    []string    // live keys seen (KEYS: matching), in table order
-	entries []scanEntry // SCAN: the keys seen, in SCAN's order (prepare)
+	seen    []string    // KEYS: live matching keys seen, in table order
+	entries []scanEntry // SCAN: the keys seen; in SCAN's order after prepare
 
 	// Under the lock: keys created or removed since the walk began.
 	touched map[string]struct{}
@@ -60,6 +60,8 @@ type Walk struct {
 	// Finish's outcome.
 	add, drop []string // KEYS: touched keys now present / absent
 	res       *Result  // the answer, when Finish could give it whole
+
+	allowed func() // releases the collector's allowance (gctune.Allow)
 }
 
 // BeginWalk returns a walk for cmd if it is a long read: KEYS on a large
@@ -74,16 +76,36 @@ func (f *FSM) BeginWalk(now int64, cmd Command) *Walk {
 	}
 	ks := f.dbs[cmd.DB]
 	w := &Walk{f: f, cmd: cmd, now: now, ks: ks, keys: optEq(cmd.Args[0], "keys"), touched: make(map[string]struct{})}
+	w.allowed = gctune.Allow(walkAllocs(w.keys, ks.keys.len(), ks.keys.names))
 	if w.keys {
 		if p := cmd.Args[1]; !(len(p) == 1 && p[0] == '*') {
 			w.pattern = p
 		}
 	}
-	if w.pattern == nil {
-		w.seen = make([]string, 0, ks.keys.len()) // not grown (and copied) step by step
+	// Not grown (and copied) step by step:
+	switch {
+	case !w.keys:
+		w.entries = make([]scanEntry, 0, ks.keys.len())
+	case w.pattern == nil:
+		w.seen = make([]string, 0, ks.keys.len())
 	}
 	ks.walks = append(ks.walks, w)
 	return w
+}
+
+// walkAllocs is about what a walk over n keys whose names take names
+// bytes allocates (for all of them; KEYS with a pattern, for all that
+// match): KEYS the list of names seen and the sort's buffer (16 bytes a
+// key each) and the reply (a name and up to 16 bytes of framing); SCAN the
+// index's entries and the sort's buffer (24 bytes a key each). The
+// walk tells the collector (gctune.Allow), so that these do not start a
+// collection during it: one marked the whole heap while other clients
+// waited (Run).
+func walkAllocs(keys bool, n, names int) uint64 {
+	if keys {
+		return uint64(n)*(16+16+16) + uint64(names)
+	}
+	return uint64(n) * (24 + 24)
 }
 
 // MayBeLongRead reports, from its name alone and without the lock,
@@ -142,17 +164,19 @@ func (w *Walk) Run(mu sync.Locker) Result {
 		defer mu.Unlock() // a panic (a bug) leaves the lock free
 		f()
 	}
-	// The collector's target is left as it is: raising it for the walk
-	// (gctune.Bulk) kept GOGC at its maximum for as long as walks overlap,
-	// so that clients looping KEYS let the heap grow to several times the
-	// data (review of the long-read work); the benchmark could not tell
-	// the raised target's effect on other clients' latency from noise.
+	// The collector's allowance grows by what the walk allocates
+	// (BeginWalk: gctune.Allow), bounded in bytes, so that the walk's own
+	// allocations do not start a collection during it. Raising GOGC to its
+	// maximum for the walk instead (gctune.Bulk) kept it there for as long
+	// as walks overlap, so that clients looping KEYS let the heap grow to
+	// several times the data (review of the long-read work).
 	// The process is not idle while the walk runs: gctune's idle
 	// collector, which took the walk's fresh allocations for garbage,
 	// started collections during it whose marking of the whole heap held a
 	// one-P member's processor for 10–38 ms at a time (runtime/trace of a
 	// leader during KEYS).
 	defer gctune.Busy()()
+	defer w.allowed()
 	finished := false
 	defer func() {
 		if !finished { // a panic: the database forgets the walk
@@ -187,7 +211,13 @@ func (w *Walk) step() bool {
 		return true
 	}
 	next, done := w.ks.keys.chunk(w.pos, walkStep, func(k string, v *Value) {
-		if w.keys && (v.expired(w.now) || w.pattern != nil && !stringMatch(w.pattern, []byte(k), false)) {
+		if !w.keys {
+			// SCAN's entry at once: a list of the names first, then
+			// of the entries, allocated 16 bytes a key more.
+			w.entries = append(w.entries, scanEntry{scanHash(k), k})
+			return
+		}
+		if v.expired(w.now) || w.pattern != nil && !stringMatch(w.pattern, []byte(k), false) {
 			return
 		}
 		w.seen = append(w.seen, k)
@@ -204,14 +234,6 @@ func (w *Walk) prepare() {
 		w.seen = slices.Compact(w.seen)
 		return
 	}
-	w.entries = make([]scanEntry, len(w.seen))
-	for i, k := range w.seen {
-		w.entries[i] = scanEntry{scanHash(k), k}
-		if i%walkRun == walkRun-1 {
-			walkYield()
-		}
-	}
-	w.seen = nil
 	// A key seen twice (removed and created again meanwhile) sorts next
 	// to itself: equal hashes, equal names.
 	w.entries = sortYielding(w.entries, compareScan)

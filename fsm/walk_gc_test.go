@@ -1,10 +1,12 @@
 package fsm
 
 import (
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/deadbolt/deadbolt/internal/gctune"
 )
@@ -47,5 +49,76 @@ func TestWalkKeepsCollectorBusy(t *testing.T) {
 		if n := tu.BusyReaders(); n != 0 {
 			t.Fatalf("%s: busy readers %d after the walk, want 0", args[0], n)
 		}
+	}
+}
+
+// TestWalkAllowsItsAllocations: a walk raises the running tuner's
+// allowance by about what it allocates (the names seen, the sort's
+// buffer, KEYS's reply, SCAN's index), so that its own allocations do not
+// start a collection during it (one marked a million keys on a one-P
+// leader's only processor during KEYS and SCAN); the allowance outlives
+// the walk until the next collection, which collects what it left.
+func TestWalkAllowsItsAllocations(t *testing.T) {
+	minKeys, step := walkMinKeys, walkStep
+	walkMinKeys, walkStep = 50, 100
+	t.Cleanup(func() { walkMinKeys, walkStep = minKeys, step })
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	const headroom = 64 << 20
+	tu := gctune.Start(gctune.Policy{Max: 400, Min: 25, Headroom: headroom})
+	defer tu.Stop()
+	var during uint64
+	old := walkYield
+	walkYield = func() { during = max(during, tu.Allowance()) }
+	t.Cleanup(func() { walkYield = old })
+
+	f := New(Options{})
+	now := int64(1_000_000)
+	const n = 1000
+	names := 0
+	for i := 0; i < n; i++ {
+		k := "key:" + strconv.Itoa(i)
+		names += len(k)
+		f.Apply(now, Command{Args: toArgs([]string{"SET", k, "v"})})
+	}
+	var mu sync.Mutex
+	for _, c := range []struct {
+		args []string
+		want uint64
+	}{
+		{[]string{"KEYS", "*"}, (n*48 + uint64(names)) / 45 * 64},
+		{[]string{"SCAN", "0", "COUNT", "10"}, n * 48 / 45 * 64},
+	} {
+		runtime.GC()
+		waitAllowance(t, tu, headroom)
+		during = 0
+		mu.Lock()
+		w := f.BeginWalk(now, Command{Args: toArgs(c.args)})
+		mu.Unlock()
+		if w == nil {
+			t.Fatalf("%s: not a walk", c.args[0])
+		}
+		w.Run(&mu)
+		if during != headroom+c.want {
+			t.Fatalf("%s: allowance %d during the walk, want %d", c.args[0], during, headroom+c.want)
+		}
+		if got := tu.Allowance(); got != headroom+c.want {
+			t.Fatalf("%s: allowance %d after the walk, want %d until a collection", c.args[0], got, headroom+c.want)
+		}
+	}
+	runtime.GC()
+	waitAllowance(t, tu, headroom)
+}
+
+// waitAllowance waits for the tuner's allowance to be want (a collection's
+// finalizer resets it on a goroutine of its own).
+func waitAllowance(t *testing.T, tu *gctune.Tuner, want uint64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for tu.Allowance() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("allowance %d after 20 s, want %d", tu.Allowance(), want)
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -279,3 +279,75 @@ func TestTunerIdleWaitsWhileBusyOrAllocating(t *testing.T) {
 		})
 	}
 }
+
+// TestTunerAllow: Allow raises the allowance of new allocation by what it
+// is told, for as long as the caller runs and then until the next
+// collection; a running caller's allowance outlives collections; all the
+// allowances together are bounded by the live heap.
+func TestTunerAllow(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	const headroom = 4 << 20
+	tu := Start(Policy{Max: 400, Min: 1, Headroom: headroom})
+	defer tu.Stop()
+	live := make([][]byte, 64)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	waitAllowance := func(want uint64) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for tu.Allowance() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("allowance %d after 20 s, want %d", tu.Allowance(), want)
+			}
+			runtime.GC()
+			time.Sleep(time.Millisecond)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for tu.Percent() > 10 { // about 4 MB over 64 MB live
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC %d after 20 s with 64 MB live, want under 10", tu.Percent())
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	waitAllowance(headroom)
+
+	// 22.5 MB to allocate: the allowance grows by 32 MB, since the
+	// runtime may start a cycle at 45/64 of it.
+	release := Allow(45 << 19)
+	if got := tu.Allowance(); got != headroom+32<<20 {
+		t.Fatalf("allowance %d with 22.5 MB allowed, want %d", got, headroom+32<<20)
+	}
+	if got := currentGOGC(); got < 45 || got > 60 { // 36 MB over 64 MB and a little
+		t.Fatalf("GOGC %d with 22.5 MB allowed over 64 MB live, want 45-60", got)
+	}
+	for range 2 {
+		runtime.GC()
+	}
+	time.Sleep(10 * time.Millisecond) // finalizers run on their own goroutine
+	if got := tu.Allowance(); got != headroom+32<<20 {
+		t.Fatalf("allowance %d after collections while the caller runs, want %d", got, headroom+32<<20)
+	}
+	release()
+	release() // a second call does nothing
+	if got := tu.Allowance(); got != headroom+32<<20 {
+		t.Fatalf("allowance %d once released, want %d until a collection", got, headroom+32<<20)
+	}
+	waitAllowance(headroom)
+	if got := currentGOGC(); got > 10 {
+		t.Fatalf("GOGC %d after the collection, want under 10 again", got)
+	}
+
+	release = Allow(1 << 40)
+	if got := tu.Allowance(); got < headroom+64<<20 || got > headroom+128<<20 {
+		t.Fatalf("allowance %d with 1 TB allowed and 64 MB live, want the live heap's size above the headroom", got)
+	}
+	if got := currentGOGC(); got > 150 {
+		t.Fatalf("GOGC %d with 1 TB allowed over 64 MB live, want at most about 106", got)
+	}
+	release()
+	waitAllowance(headroom)
+	runtime.KeepAlive(live)
+}
