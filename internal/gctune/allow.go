@@ -2,6 +2,7 @@ package gctune
 
 import (
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 )
 
@@ -32,20 +33,44 @@ func Allow(n uint64) (release func()) {
 	if t == nil || n == 0 {
 		return func() {}
 	}
-	n = n / triggerNum * triggerDen
+	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(heap)
+	var now uint64 // the heap's size now; 0 if unknown
+	if heap[0].Value.Kind() == metrics.KindUint64 {
+		now = heap[0].Value.Uint64()
+	}
 	t.mu.Lock()
-	t.running += n
+	g := grant(n, now, t.live, t.p.Headroom+t.running+t.spent)
+	t.running += g
 	t.setLocked()
 	t.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			t.mu.Lock()
-			t.running -= n
-			t.spent += n
+			t.running -= g
+			t.spent += g
 			t.mu.Unlock()
 		})
 	}
+}
+
+// grant is what Allow adds to the allowance for n bytes, with the heap at
+// heap bytes now, live bytes found live by the last collection and an
+// allowance of have bytes: n*64/45, or more if the garbage already on
+// the heap (since the last collection, or from earlier long reads) would
+// otherwise bring the runtime's earliest trigger below heap+n. On a
+// cluster leader a long read began with 50-60 MB of garbage from the
+// writes before it, and the collection that followed started near the
+// end of the next walk.
+func grant(n, heap, live, have uint64) uint64 {
+	g := n / triggerNum * triggerDen
+	if heap+n > live {
+		if want := (heap + n - live + triggerNum - 1) / triggerNum * triggerDen; want > have {
+			g = max(g, want-have)
+		}
+	}
+	return g
 }
 
 // The runtime's earliest trigger, as a fraction of the allowance of new
