@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/deadbolt/deadbolt/internal/gctune"
 	"github.com/deadbolt/deadbolt/resp"
@@ -76,7 +77,7 @@ func (f *FSM) BeginWalk(now int64, cmd Command) *Walk {
 	}
 	ks := f.dbs[cmd.DB]
 	w := &Walk{f: f, cmd: cmd, now: now, ks: ks, keys: optEq(cmd.Args[0], "keys"), touched: make(map[string]struct{})}
-	w.allowed = gctune.Allow(walkAllocs(w.keys, ks.keys.len(), ks.keys.names))
+	w.allowed = gctune.Allow(walkAllocs(w.keys, cmd.Encoded, ks.keys.len(), ks.keys.names))
 	if w.keys {
 		if p := cmd.Args[1]; !(len(p) == 1 && p[0] == '*') {
 			w.pattern = p
@@ -96,17 +97,26 @@ func (f *FSM) BeginWalk(now int64, cmd Command) *Walk {
 // walkAllocs is about what a walk over n keys whose names take names
 // bytes allocates (for all of them; KEYS with a pattern, for all that
 // match): KEYS the list of names seen and the sort's buffer (16 bytes a
-// key each) and the reply (a name and up to 16 bytes of framing); SCAN the
-// index's entries and the sort's buffer (24 bytes a key each). The
-// walk tells the collector (gctune.Allow), so that these do not start a
-// collection during it: one marked the whole heap while other clients
-// waited (Run).
-func walkAllocs(keys bool, n, names int) uint64 {
-	if keys {
-		return uint64(n)*(16+16+16) + uint64(names)
+// key each) and the reply (encoded: a name and up to 16 bytes of framing;
+// else a reply value and a copy of the name, rounded up to the
+// allocator's size, a key); SCAN the index's entries and the sort's
+// buffer (24 bytes a key each); and walkFixed for the rest (the reply to
+// SCAN, the index). The walk tells the collector (gctune.Allow), so that
+// these do not start a collection during it: one marked the whole heap
+// while other clients waited (Run). TestWalkAllocatesWhatItTellsTheCollector
+// holds a walk to it.
+func walkAllocs(keys, encoded bool, n, names int) uint64 {
+	switch {
+	case keys && encoded:
+		return uint64(n)*(16+16+16) + uint64(names) + walkFixed
+	case keys:
+		return uint64(n)*(16+16+uint64(unsafe.Sizeof(resp.Reply{}))+16) + uint64(names) + walkFixed
 	}
-	return uint64(n) * (24 + 24)
+	return uint64(n)*(24+24) + walkFixed
 }
+
+// walkFixed is what a walk allocates besides its per-key lists.
+const walkFixed = 64 << 10
 
 // MayBeLongRead reports, from its name alone and without the lock,
 // whether cmd may be a long read (LongRead).

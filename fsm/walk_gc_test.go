@@ -85,8 +85,8 @@ func TestWalkAllowsItsAllocations(t *testing.T) {
 		args []string
 		want uint64
 	}{
-		{[]string{"KEYS", "*"}, (n*48 + uint64(names)) / 45 * 64},
-		{[]string{"SCAN", "0", "COUNT", "10"}, n * 48 / 45 * 64},
+		{[]string{"KEYS", "*"}, (n*48 + uint64(names) + walkFixed) / 45 * 64},
+		{[]string{"SCAN", "0", "COUNT", "10"}, (n*48 + walkFixed) / 45 * 64},
 	} {
 		runtime.GC()
 		waitAllowance(t, tu, headroom)
@@ -98,11 +98,13 @@ func TestWalkAllowsItsAllocations(t *testing.T) {
 			t.Fatalf("%s: not a walk", c.args[0])
 		}
 		w.Run(&mu)
-		if during != headroom+c.want {
-			t.Fatalf("%s: allowance %d during the walk, want %d", c.args[0], during, headroom+c.want)
+		// At least the estimate's 64/45 (more for garbage already on
+		// the heap: gctune.TestGrant).
+		if during < headroom+c.want {
+			t.Fatalf("%s: allowance %d during the walk, want at least %d", c.args[0], during, headroom+c.want)
 		}
-		if got := tu.Allowance(); got != headroom+c.want {
-			t.Fatalf("%s: allowance %d after the walk, want %d until a collection", c.args[0], got, headroom+c.want)
+		if got := tu.Allowance(); got != during {
+			t.Fatalf("%s: allowance %d after the walk, want %d until a collection", c.args[0], got, during)
 		}
 	}
 	runtime.GC()
