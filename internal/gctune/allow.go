@@ -40,7 +40,7 @@ func Allow(n uint64) (release func()) {
 		now = heap[0].Value.Uint64()
 	}
 	t.mu.Lock()
-	g := grant(n, now, t.live, t.p.Headroom+t.running+t.spent)
+	g := grant(n, now, t.live, t.inForceLocked())
 	t.running += g
 	t.setLocked()
 	t.mu.Unlock()
@@ -77,8 +77,11 @@ func grant(n, heap, live, have uint64) uint64 {
 // allocation between collections (its pacer's minimum trigger ratio).
 const triggerNum, triggerDen = 45, 64
 
-// Allowance is the allocation the tuner lets pass between collections now:
-// Headroom, and what Allow added (bounded by the live heap).
+// Allowance is the tuner's own count of the allocation it means to let
+// pass between collections now: Headroom, and what Allow added (bounded
+// by the live heap). What the runtime lets pass is GOGC over the live
+// heap, capped by Max and Min (inForceLocked); Allow sets GOGC at least
+// this high unless Max caps it.
 func (t *Tuner) Allowance() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -90,15 +93,26 @@ func (t *Tuner) extraLocked() uint64 {
 	return min(t.running+t.spent, t.live)
 }
 
+// inForceLocked is the allowance the runtime's GOGC gives now, over the
+// live heap found by the last collection (t.mu held): what Allow's grant
+// adds to, rather than the tuner's own count, which the caps (Max, the
+// live heap) and skipped small changes may leave above it.
+func (t *Tuner) inForceLocked() uint64 {
+	return t.live * uint64(t.percent) / 100
+}
+
 // setLocked sets GOGC from the live heap found by the last collection and
-// the allowance (t.mu held), unless a bulk load keeps it at Max.
+// the allowance (t.mu held), unless a bulk load keeps it at Max. While
+// Allow's callers hold an allowance any raise is made: a grant skipped as
+// small would leave the runtime's earliest trigger under what they
+// allocate (TestAllowReachesRuntime).
 func (t *Tuner) setLocked() {
 	if t.stopped || t.bulk > 0 {
 		return
 	}
 	pct := t.p.percentWith(t.live, t.extraLocked())
 	// Small changes are not worth the runtime's bookkeeping.
-	if pct != t.percent && (pct == t.p.Max || pct == t.p.Min || pct*8 < t.percent*7 || pct*8 > t.percent*9) {
+	if pct != t.percent && (pct == t.p.Max || pct == t.p.Min || pct*8 < t.percent*7 || pct*8 > t.percent*9 || pct > t.percent && t.running+t.spent > 0) {
 		debug.SetGCPercent(pct)
 		t.percent = pct
 	}

@@ -66,12 +66,16 @@ func idleCollect(cyclesSame, busy bool, allocated, heap, live uint64) bool {
 // bytes.
 func (p Policy) Percent(live uint64) int { return p.percentWith(live, 0) }
 
-// percentWith is Percent for an allowance of Headroom+extra bytes.
+// percentWith is Percent for an allowance of Headroom+extra bytes: rounded
+// up when extra is not zero (Allow's grant is then in force whole).
 func (p Policy) percentWith(live, extra uint64) int {
 	if live == 0 {
 		return p.Max
 	}
 	pct := (p.Headroom + extra) * 100 / live
+	if extra > 0 && pct*live < (p.Headroom+extra)*100 {
+		pct++
+	}
 	switch {
 	case pct >= uint64(p.Max):
 		return p.Max

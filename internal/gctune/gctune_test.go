@@ -380,3 +380,42 @@ func TestGrant(t *testing.T) {
 		t.Errorf("earliest trigger %d MB with the grant, under heap+n %d MB", trigger/mb, (heap+n)/mb)
 	}
 }
+
+// TestAllowReachesRuntime: what Allow grants reaches the runtime's GOGC
+// even when it is small against the live heap: the percent in force,
+// over the live heap, is at least the tuner's count of the allowance.
+// Before, a raise under an eighth of GOGC was skipped and the percent
+// rounded down (16.9 MB live, 4 MB headroom, 600 KB allowed: GOGC stayed
+// 26, 4.4 MB in force against 5.1 MB counted).
+func TestAllowReachesRuntime(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	const headroom = 4 << 20
+	tu := Start(Policy{Max: 400, Min: 1, Headroom: headroom})
+	defer tu.Stop()
+	live := make([][]byte, 16)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for tu.Percent() > 30 { // about 4 MB over 16 MB live
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC %d after 20 s with 16 MB live, want under 30", tu.Percent())
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	before := currentGOGC()
+	for _, n := range []uint64{600 << 10, 100 << 10, 1 << 20} {
+		release := Allow(n)
+		tu.mu.Lock()
+		lv := tu.live
+		tu.mu.Unlock()
+		counted := tu.Allowance()
+		gogc := currentGOGC()
+		if inForce := lv * uint64(gogc) / 100; inForce < counted {
+			t.Errorf("Allow(%d): GOGC %d (before %d), %d bytes in force over %d live, under the %d counted", n, gogc, before, inForce, lv, counted)
+		}
+		defer release()
+	}
+	runtime.KeepAlive(live)
+}
