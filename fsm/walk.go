@@ -62,7 +62,9 @@ type Walk struct {
 	add, drop []string // KEYS: touched keys now present / absent
 	res       *Result  // the answer, when Finish could give it whole
 
-	allowed func() // releases the collector's allowance (gctune.Allow)
+	names int // KEYS: bytes of the names in seen
+
+	allowed []func() // release the collector's allowances (allow)
 }
 
 // BeginWalk returns a walk for cmd if it is a long read: KEYS on a large
@@ -77,43 +79,69 @@ func (f *FSM) BeginWalk(now int64, cmd Command) *Walk {
 	}
 	ks := f.dbs[cmd.DB]
 	w := &Walk{f: f, cmd: cmd, now: now, ks: ks, keys: optEq(cmd.Args[0], "keys"), touched: make(map[string]struct{})}
-	w.allowed = gctune.Allow(walkAllocs(w.keys, cmd.Encoded, ks.keys.len(), ks.keys.names))
 	if w.keys {
 		if p := cmd.Args[1]; !(len(p) == 1 && p[0] == '*') {
 			w.pattern = p
 		}
 	}
-	// Not grown (and copied) step by step:
-	switch {
-	case !w.keys:
-		w.entries = make([]scanEntry, 0, ks.keys.len())
-	case w.pattern == nil:
+	// What the steps allocate; what the rest does depends on how many
+	// keys KEYS's pattern matches, known in prepare.
+	w.allow(walkSeenAllocs(w.keys, ks.keys.len()))
+	// Not grown (and copied) step by step, pattern or not: grown by
+	// append, the list of 100,000 keys matched by a pattern allocated
+	// about 5.5 times its size (TestWalkAllocatesWhatItTellsTheCollector).
+	if w.keys {
 		w.seen = make([]string, 0, ks.keys.len())
+	} else {
+		w.entries = make([]scanEntry, 0, ks.keys.len())
 	}
 	ks.walks = append(ks.walks, w)
 	return w
 }
 
-// walkAllocs is about what a walk over n keys whose names take names
-// bytes allocates (for all of them; KEYS with a pattern, for all that
-// match): KEYS the list of names seen and the sort's buffer (16 bytes a
-// key each) and the reply (encoded: a name and up to 16 bytes of framing;
-// else a reply value and a copy of the name, rounded up to the
-// allocator's size, a key); SCAN the index's entries and the sort's
-// buffer (24 bytes a key each); and walkFixed for the rest (the reply to
-// SCAN, the index). The walk tells the collector (gctune.Allow), so that
-// these do not start a collection during it: one marked the whole heap
-// while other clients waited (Run). TestWalkAllocatesWhatItTellsTheCollector
-// holds a walk to it.
-func walkAllocs(keys, encoded bool, n, names int) uint64 {
-	switch {
-	case keys && encoded:
-		return uint64(n)*(16+16+16) + uint64(names) + walkFixed
-	case keys:
-		return uint64(n)*(16+16+uint64(unsafe.Sizeof(resp.Reply{}))+16) + uint64(names) + walkFixed
+// walkSeenAllocs is about what a walk over n keys allocates as it
+// steps: KEYS the list of names seen (16 bytes a key); SCAN the index's
+// entries and the sort's buffer (24 bytes a key each), and walkFixed for
+// the rest (the reply to SCAN, the index). walkMatchedAllocs is what KEYS
+// allocates once its steps have matched m keys whose names take names
+// bytes: the sort's buffer (16 bytes a key) and the reply (encoded: a
+// name and up to 16 bytes of framing; else a reply value and a copy of
+// the name, rounded up to the allocator's size, a key), and walkFixed
+// (the reply's last piece). The walk tells the collector (gctune.Allow),
+// so that these do not start a collection during it: one marked the whole
+// heap while other clients waited (Run). TestWalkAllocatesWhatItTellsTheCollector
+// holds a walk to them.
+func walkSeenAllocs(keys bool, n int) uint64 {
+	if keys {
+		return uint64(n)*16 + walkFixed
 	}
 	return uint64(n)*(24+24) + walkFixed
 }
+
+// walkMatchedAllocs: walkSeenAllocs.
+func walkMatchedAllocs(encoded bool, m, names int) uint64 {
+	if encoded {
+		return uint64(m)*(16+16) + uint64(names) + walkFixed
+	}
+	return uint64(m)*(16+uint64(unsafe.Sizeof(resp.Reply{}))+16) + uint64(names) + walkFixed
+}
+
+// allow tells the collector the walk will allocate n bytes (walkAllow);
+// Run's end releases all it was allowed.
+func (w *Walk) allow(n uint64) {
+	w.allowed = append(w.allowed, walkAllow(n))
+}
+
+// release releases what the walk was allowed (allow).
+func (w *Walk) release() {
+	for _, r := range w.allowed {
+		r()
+	}
+	w.allowed = nil
+}
+
+// walkAllow is gctune.Allow (a variable for tests).
+var walkAllow = gctune.Allow
 
 // walkFixed is what a walk allocates besides its per-key lists.
 const walkFixed = 64 << 10
@@ -175,7 +203,7 @@ func (w *Walk) Run(mu sync.Locker) Result {
 		f()
 	}
 	// The collector's allowance grows by what the walk allocates
-	// (BeginWalk: gctune.Allow), bounded in bytes, so that the walk's own
+	// (BeginWalk, prepare: gctune.Allow), bounded in bytes, so that the walk's own
 	// allocations do not start a collection during it. Raising GOGC to its
 	// maximum for the walk instead (gctune.Bulk) kept it there for as long
 	// as walks overlap, so that clients looping KEYS let the heap grow to
@@ -186,7 +214,7 @@ func (w *Walk) Run(mu sync.Locker) Result {
 	// one-P member's processor for 10–38 ms at a time (runtime/trace of a
 	// leader during KEYS).
 	defer gctune.Busy()()
-	defer w.allowed()
+	defer w.release()
 	finished := false
 	defer func() {
 		if !finished { // a panic: the database forgets the walk
@@ -231,6 +259,7 @@ func (w *Walk) step() bool {
 			return
 		}
 		w.seen = append(w.seen, k)
+		w.names += len(k)
 	})
 	w.pos = next
 	return done
@@ -240,6 +269,7 @@ func (w *Walk) step() bool {
 // (sortYielding): a single-core node's event loop runs between its pieces.
 func (w *Walk) prepare() {
 	if w.keys {
+		w.allow(walkMatchedAllocs(w.cmd.Encoded, len(w.seen), w.names))
 		w.seen = sortYielding(w.seen, strings.Compare)
 		w.seen = slices.Compact(w.seen)
 		return
