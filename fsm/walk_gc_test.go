@@ -3,6 +3,7 @@ package fsm
 import (
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"testing"
@@ -52,28 +53,40 @@ func TestWalkKeepsCollectorBusy(t *testing.T) {
 	}
 }
 
-// TestWalkAllowsItsAllocations: a walk raises the running tuner's
-// allowance by about what it allocates (the names seen, the sort's
-// buffer, KEYS's reply, SCAN's index), so that its own allocations do not
-// start a collection during it (one marked a million keys on a one-P
-// leader's only processor during KEYS and SCAN); the allowance outlives
-// the walk until the next collection, which collects what it left.
+// TestWalkAllowsItsAllocations: a walk raises the runtime's allowance of
+// new allocation (GOGC over the live heap, read back from the runtime) by
+// about what it allocates (the names seen, the sort's buffer, KEYS's
+// reply, SCAN's index), so that its own allocations do not start a
+// collection during it (one marked a million keys on a one-P leader's
+// only processor during KEYS and SCAN); the tuner's count of it outlives
+// the walk until the next collection, which collects what it left. The
+// headroom is small against the live heap (a 32 MB ballast) so that the
+// walk's grant moves GOGC.
 func TestWalkAllowsItsAllocations(t *testing.T) {
 	minKeys, step := walkMinKeys, walkStep
-	walkMinKeys, walkStep = 50, 100
+	walkMinKeys, walkStep = 50, 1000
 	t.Cleanup(func() { walkMinKeys, walkStep = minKeys, step })
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	const headroom = 64 << 20
-	tu := gctune.Start(gctune.Policy{Max: 400, Min: 25, Headroom: headroom})
+	const headroom = 1 << 20
+	tu := gctune.Start(gctune.Policy{Max: 400, Min: 1, Headroom: headroom})
 	defer tu.Stop()
-	var during uint64
+	ballast := make([][]byte, 32)
+	for i := range ballast {
+		ballast[i] = make([]byte, 1<<20)
+	}
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var during, counted uint64
 	old := walkYield
-	walkYield = func() { during = max(during, tu.Allowance()) }
+	walkYield = func() {
+		metrics.Read(live)
+		during = max(during, live[0].Value.Uint64()*uint64(currentGOGC())/100)
+		counted = max(counted, tu.Allowance())
+	}
 	t.Cleanup(func() { walkYield = old })
 
 	f := New(Options{})
 	now := int64(1_000_000)
-	const n = 1000
+	const n = 20_000
 	names := 0
 	for i := 0; i < n; i++ {
 		k := "key:" + strconv.Itoa(i)
@@ -85,12 +98,16 @@ func TestWalkAllowsItsAllocations(t *testing.T) {
 		args []string
 		want uint64
 	}{
-		{[]string{"KEYS", "*"}, (n*48 + uint64(names) + walkFixed) / 45 * 64},
-		{[]string{"SCAN", "0", "COUNT", "10"}, (n*48 + walkFixed) / 45 * 64},
+		{[]string{"KEYS", "*"}, (walkSeenAllocs(true, n) + walkMatchedAllocs(false, n, names)) / 45 * 64},
+		{[]string{"SCAN", "0", "COUNT", "10"}, walkSeenAllocs(false, n) / 45 * 64},
 	} {
 		runtime.GC()
 		waitAllowance(t, tu, headroom)
-		during = 0
+		before := currentGOGC()
+		if before > 10 {
+			t.Fatalf("GOGC %d with 1 MB headroom over 32 MB live, want under 10", before)
+		}
+		during, counted = 0, 0
 		mu.Lock()
 		w := f.BeginWalk(now, Command{Args: toArgs(c.args)})
 		mu.Unlock()
@@ -101,14 +118,22 @@ func TestWalkAllowsItsAllocations(t *testing.T) {
 		// At least the estimate's 64/45 (more for garbage already on
 		// the heap: gctune.TestGrant).
 		if during < headroom+c.want {
-			t.Fatalf("%s: allowance %d during the walk, want at least %d", c.args[0], during, headroom+c.want)
+			t.Fatalf("%s: GOGC %d before the walk; the runtime's allowance %d during it, want at least %d", c.args[0], before, during, headroom+c.want)
 		}
-		if got := tu.Allowance(); got != during {
-			t.Fatalf("%s: allowance %d after the walk, want %d until a collection", c.args[0], got, during)
+		if got := tu.Allowance(); got != counted {
+			t.Fatalf("%s: allowance %d after the walk, want %d until a collection", c.args[0], got, counted)
 		}
 	}
 	runtime.GC()
 	waitAllowance(t, tu, headroom)
+	runtime.KeepAlive(ballast)
+}
+
+// currentGOGC reads GOGC back from the runtime.
+func currentGOGC() int {
+	old := debug.SetGCPercent(-1)
+	debug.SetGCPercent(old)
+	return old
 }
 
 // waitAllowance waits for the tuner's allowance to be want (a collection's
