@@ -251,8 +251,10 @@ func (w *Walk) step() bool {
 	next, done := w.ks.keys.chunk(w.pos, walkStep, func(k string, v *Value) {
 		if !w.keys {
 			// SCAN's entry at once: a list of the names first, then
-			// of the entries, allocated 16 bytes a key more.
-			w.entries = append(w.entries, scanEntry{scanHash(k), k})
+			// of the entries, allocated 16 bytes a key more. Its hash
+			// is filled in by prepare, without the lock (a step's
+			// hashing took about 0.25 ms).
+			w.entries = append(w.entries, scanEntry{key: k})
 			return
 		}
 		if v.expired(w.now) || w.pattern != nil && !stringMatch(w.pattern, []byte(k), false) {
@@ -273,6 +275,12 @@ func (w *Walk) prepare() {
 		w.seen = sortYielding(w.seen, strings.Compare)
 		w.seen = slices.Compact(w.seen)
 		return
+	}
+	for i := range w.entries {
+		w.entries[i].hash = scanHash(w.entries[i].key)
+		if i%walkRun == walkRun-1 {
+			walkYield()
+		}
 	}
 	// A key seen twice (removed and created again meanwhile) sorts next
 	// to itself: equal hashes, equal names.
