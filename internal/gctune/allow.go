@@ -9,9 +9,12 @@ import (
 // Allow tells the running tuner, if any, that the caller is about to
 // allocate about n bytes that will soon be garbage (a long read's list of
 // keys, its sort buffer and its reply): the collector's allowance of new
-// allocation is raised while the caller runs and then until the next
-// collection ends, so that the caller's own allocations do not start a
-// collection in the middle of it. It is raised by n*64/45: the runtime
+// allocation is raised while the caller runs and then until the tuner
+// sees the next collection, so that the caller's own allocations do not
+// start a collection in the middle of it. The tuner sees it when its
+// finalizer runs (arm), on the runtime's finalizer goroutine after the
+// collection has ended, not at its end: until then GOGC stays raised and
+// sets the target of the cycle after it over the new live heap. It is raised by n*64/45: the runtime
 // starts a cycle once as little as 45/64 of the allowance is allocated
 // (its pacer's earliest trigger), so that a cycle may start before n
 // bytes are allocated if the allowance grows by n only. A collection during KEYS or the first
