@@ -43,7 +43,7 @@ func Allow(n uint64) (release func()) {
 		now = heap[0].Value.Uint64()
 	}
 	t.mu.Lock()
-	g := grant(n, now, t.live, t.inForceLocked())
+	g := grant(n, now, t.live, t.p.Headroom+t.extraLocked())
 	t.running += g
 	t.setLocked()
 	t.mu.Unlock()
@@ -83,8 +83,10 @@ const triggerNum, triggerDen = 45, 64
 // Allowance is the tuner's own count of the allocation it means to let
 // pass between collections now: Headroom, and what Allow added (bounded
 // by the live heap). What the runtime lets pass is GOGC over the live
-// heap, capped by Max and Min (inForceLocked); Allow sets GOGC at least
-// this high unless Max caps it.
+// heap: more when Min holds GOGC up, or when a small lowering was
+// skipped; less when Max caps it. Allow's grant adds to this count, not
+// to what is in force (TestAllowOverMinPercent), and sets GOGC at least
+// this high unless Max caps it (TestAllowReachesRuntime).
 func (t *Tuner) Allowance() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -94,14 +96,6 @@ func (t *Tuner) Allowance() uint64 {
 // extraLocked is what Allow adds to the headroom now.
 func (t *Tuner) extraLocked() uint64 {
 	return min(t.running+t.spent, t.live)
-}
-
-// inForceLocked is the allowance the runtime's GOGC gives now, over the
-// live heap found by the last collection (t.mu held): what Allow's grant
-// adds to, rather than the tuner's own count, which the caps (Max, the
-// live heap) and skipped small changes may leave above it.
-func (t *Tuner) inForceLocked() uint64 {
-	return t.live * uint64(t.percent) / 100
 }
 
 // setLocked sets GOGC from the live heap found by the last collection and

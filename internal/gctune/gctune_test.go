@@ -419,3 +419,44 @@ func TestAllowReachesRuntime(t *testing.T) {
 	}
 	runtime.KeepAlive(live)
 }
+
+// TestAllowOverMinPercent: with GOGC held up by Min (a large heap), the
+// allowance in force is more than the tuner's count, and Allow's grant
+// still brings the runtime's earliest trigger (45/64 of the allowance in
+// force above the live heap) above the heap plus n: a grant reckoned
+// from the allowance in force but added to the count fell short of it.
+func TestAllowOverMinPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	const headroom = 1 << 20
+	tu := Start(Policy{Max: 400, Min: 50, Headroom: headroom})
+	defer tu.Stop()
+	live := make([][]byte, 16)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	waitGOGC(t, tu, 50)
+	runtime.GC()
+	time.Sleep(10 * time.Millisecond) // the tuner's finalizer
+	// 3 MB of garbage (under the earliest trigger, 45/64 of 8 MB), then
+	// 4 MB allowed.
+	for range 3 {
+		allowSink = make([]byte, 1<<20)
+	}
+	allowSink = nil
+	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(heap)
+	const n = 4 << 20
+	release := Allow(n)
+	defer release()
+	tu.mu.Lock()
+	lv := tu.live
+	tu.mu.Unlock()
+	gogc := currentGOGC()
+	if trigger, need := lv+lv*uint64(gogc)/100*triggerNum/triggerDen, heap[0].Value.Uint64()+n; trigger < need {
+		t.Fatalf("GOGC %d over %d live: earliest trigger %d, under the heap plus n %d", gogc, lv, trigger, need)
+	}
+	runtime.KeepAlive(live)
+}
+
+// allowSink makes garbage that the compiler does not elide.
+var allowSink []byte
