@@ -31,6 +31,7 @@ type keyTable struct {
 	dir   []*keyPart // 1<<depth entries; a part appears 1<<(depth-part.depth) times
 	depth uint
 	n     int
+	names int // bytes of the keys' names, for a walk's estimate (walk.go)
 }
 
 type keyPart struct {
@@ -152,6 +153,7 @@ func (t *keyTable) set(v *Value) {
 	p.tags[i], p.vals[i] = tag, v
 	p.n++
 	t.n++
+	t.names += len(v.name)
 	if p.n*8 > len(p.tags)*7 { // more than 7/8 full
 		t.grow(p, h)
 	}
@@ -172,6 +174,7 @@ func (t *keyTable) del(key string) bool {
 			if p.vals[i].name == key {
 				p.remove(i)
 				t.n--
+				t.names -= len(key)
 				return true
 			}
 		}

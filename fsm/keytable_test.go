@@ -27,6 +27,13 @@ func TestKeyTableModel(t *testing.T) {
 		if seen != len(model) {
 			t.Fatalf("step %d: iteration gave %d keys, want %d", step, seen, len(model))
 		}
+		names := 0
+		for k := range model {
+			names += len(k)
+		}
+		if tab.names != names {
+			t.Fatalf("step %d: names %d bytes, want %d", step, tab.names, names)
+		}
 	}
 	const space = 60000
 	for step := range 400000 {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/deadbolt/deadbolt/internal/gctune"
 	"github.com/deadbolt/deadbolt/resp"
@@ -51,8 +52,8 @@ type Walk struct {
 	pattern []byte
 
 	pos     uint64      // where the next step starts in the key table (keyTable.chunk)
-	seen    []string    // live keys seen (KEYS: matching), in table order
-	entries []scanEntry // SCAN: the keys seen, in SCAN's order (prepare)
+	seen    []string    // KEYS: live matching keys seen, in table order
+	entries []scanEntry // SCAN: the keys seen; in SCAN's order after prepare
 
 	// Under the lock: keys created or removed since the walk began.
 	touched map[string]struct{}
@@ -60,6 +61,10 @@ type Walk struct {
 	// Finish's outcome.
 	add, drop []string // KEYS: touched keys now present / absent
 	res       *Result  // the answer, when Finish could give it whole
+
+	names int // KEYS: bytes of the names in seen
+
+	allowed []func() // release the collector's allowances (allow)
 }
 
 // BeginWalk returns a walk for cmd if it is a long read: KEYS on a large
@@ -79,12 +84,67 @@ func (f *FSM) BeginWalk(now int64, cmd Command) *Walk {
 			w.pattern = p
 		}
 	}
-	if w.pattern == nil {
-		w.seen = make([]string, 0, ks.keys.len()) // not grown (and copied) step by step
+	// What the steps allocate; what the rest does depends on how many
+	// keys KEYS's pattern matches, known in prepare.
+	w.allow(walkSeenAllocs(w.keys, ks.keys.len()))
+	// Not grown (and copied) step by step, pattern or not: grown by
+	// append, the list of 100,000 keys matched by a pattern allocated
+	// about 5.5 times its size (TestWalkAllocatesWhatItTellsTheCollector).
+	if w.keys {
+		w.seen = make([]string, 0, ks.keys.len())
+	} else {
+		w.entries = make([]scanEntry, 0, ks.keys.len())
 	}
 	ks.walks = append(ks.walks, w)
 	return w
 }
+
+// walkSeenAllocs is about what a walk over n keys allocates as it
+// steps: KEYS the list of names seen (16 bytes a key); SCAN the index's
+// entries and the sort's buffer (24 bytes a key each), and walkFixed for
+// the rest (the reply to SCAN, the index). walkMatchedAllocs is what KEYS
+// allocates once its steps have matched m keys whose names take names
+// bytes: the sort's buffer (16 bytes a key) and the reply (encoded: a
+// name and up to 16 bytes of framing; else a reply value and a copy of
+// the name, rounded up to the allocator's size, a key), and walkFixed
+// (the reply's last piece). The walk tells the collector (gctune.Allow),
+// so that these do not start a collection during it: one marked the whole
+// heap while other clients waited (Run). TestWalkAllocatesWhatItTellsTheCollector
+// holds a walk to them.
+func walkSeenAllocs(keys bool, n int) uint64 {
+	if keys {
+		return uint64(n)*16 + walkFixed
+	}
+	return uint64(n)*(24+24) + walkFixed
+}
+
+// walkMatchedAllocs: walkSeenAllocs.
+func walkMatchedAllocs(encoded bool, m, names int) uint64 {
+	if encoded {
+		return uint64(m)*(16+16) + uint64(names) + walkFixed
+	}
+	return uint64(m)*(16+uint64(unsafe.Sizeof(resp.Reply{}))+16) + uint64(names) + walkFixed
+}
+
+// allow tells the collector the walk will allocate n bytes (walkAllow);
+// Run's end releases all it was allowed.
+func (w *Walk) allow(n uint64) {
+	w.allowed = append(w.allowed, walkAllow(n))
+}
+
+// release releases what the walk was allowed (allow).
+func (w *Walk) release() {
+	for _, r := range w.allowed {
+		r()
+	}
+	w.allowed = nil
+}
+
+// walkAllow is gctune.Allow (a variable for tests).
+var walkAllow = gctune.Allow
+
+// walkFixed is what a walk allocates besides its per-key lists.
+const walkFixed = 64 << 10
 
 // MayBeLongRead reports, from its name alone and without the lock,
 // whether cmd may be a long read (LongRead).
@@ -142,17 +202,19 @@ func (w *Walk) Run(mu sync.Locker) Result {
 		defer mu.Unlock() // a panic (a bug) leaves the lock free
 		f()
 	}
-	// The collector's target is left as it is: raising it for the walk
-	// (gctune.Bulk) kept GOGC at its maximum for as long as walks overlap,
-	// so that clients looping KEYS let the heap grow to several times the
-	// data (review of the long-read work); the benchmark could not tell
-	// the raised target's effect on other clients' latency from noise.
+	// The collector's allowance grows by what the walk allocates
+	// (BeginWalk, prepare: gctune.Allow), bounded in bytes, so that the walk's own
+	// allocations do not start a collection during it. Raising GOGC to its
+	// maximum for the walk instead (gctune.Bulk) kept it there for as long
+	// as walks overlap, so that clients looping KEYS let the heap grow to
+	// several times the data (review of the long-read work).
 	// The process is not idle while the walk runs: gctune's idle
 	// collector, which took the walk's fresh allocations for garbage,
 	// started collections during it whose marking of the whole heap held a
 	// one-P member's processor for 10–38 ms at a time (runtime/trace of a
 	// leader during KEYS).
 	defer gctune.Busy()()
+	defer w.release()
 	finished := false
 	defer func() {
 		if !finished { // a panic: the database forgets the walk
@@ -187,10 +249,19 @@ func (w *Walk) step() bool {
 		return true
 	}
 	next, done := w.ks.keys.chunk(w.pos, walkStep, func(k string, v *Value) {
-		if w.keys && (v.expired(w.now) || w.pattern != nil && !stringMatch(w.pattern, []byte(k), false)) {
+		if !w.keys {
+			// SCAN's entry at once: a list of the names first, then
+			// of the entries, allocated 16 bytes a key more. Its hash
+			// is filled in by prepare, without the lock (a step's
+			// hashing took about 0.25 ms).
+			w.entries = append(w.entries, scanEntry{key: k})
+			return
+		}
+		if v.expired(w.now) || w.pattern != nil && !stringMatch(w.pattern, []byte(k), false) {
 			return
 		}
 		w.seen = append(w.seen, k)
+		w.names += len(k)
 	})
 	w.pos = next
 	return done
@@ -200,18 +271,17 @@ func (w *Walk) step() bool {
 // (sortYielding): a single-core node's event loop runs between its pieces.
 func (w *Walk) prepare() {
 	if w.keys {
+		w.allow(walkMatchedAllocs(w.cmd.Encoded, len(w.seen), w.names))
 		w.seen = sortYielding(w.seen, strings.Compare)
 		w.seen = slices.Compact(w.seen)
 		return
 	}
-	w.entries = make([]scanEntry, len(w.seen))
-	for i, k := range w.seen {
-		w.entries[i] = scanEntry{scanHash(k), k}
+	for i := range w.entries {
+		w.entries[i].hash = scanHash(w.entries[i].key)
 		if i%walkRun == walkRun-1 {
 			walkYield()
 		}
 	}
-	w.seen = nil
 	// A key seen twice (removed and created again meanwhile) sorts next
 	// to itself: equal hashes, equal names.
 	w.entries = sortYielding(w.entries, compareScan)

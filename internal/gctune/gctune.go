@@ -64,11 +64,18 @@ func idleCollect(cyclesSame, busy bool, allocated, heap, live uint64) bool {
 
 // Percent returns the GOGC the policy chooses for a live heap of live
 // bytes.
-func (p Policy) Percent(live uint64) int {
+func (p Policy) Percent(live uint64) int { return p.percentWith(live, 0) }
+
+// percentWith is Percent for an allowance of Headroom+extra bytes: rounded
+// up when extra is not zero (Allow's grant is then in force whole).
+func (p Policy) percentWith(live, extra uint64) int {
 	if live == 0 {
 		return p.Max
 	}
-	pct := p.Headroom * 100 / live
+	pct := (p.Headroom + extra) * 100 / live
+	if extra > 0 && pct*live < (p.Headroom+extra)*100 {
+		pct++
+	}
 	switch {
 	case pct >= uint64(p.Max):
 		return p.Max
@@ -83,9 +90,12 @@ type Tuner struct {
 	p       Policy
 	mu      sync.Mutex
 	stopped bool
-	bulk    int // Bulk loads in progress: GOGC stays at Max
-	busy    int // Busy readers in progress: no idle collection
-	percent int // the GOGC it last set
+	bulk    int    // Bulk loads in progress: GOGC stays at Max
+	busy    int    // Busy readers in progress: no idle collection
+	running uint64 // Allow: bytes allowed to callers still running
+	spent   uint64 // Allow: bytes allowed to callers finished since the last collection
+	live    uint64 // the live heap the last collection found
+	percent int    // the GOGC it last set
 	sample  []metrics.Sample
 	done    chan struct{} // closed by Stop
 	idles   atomic.Uint64 // the idle collector's collections
@@ -122,7 +132,7 @@ func Bulk() (release func()) {
 			t.mu.Lock()
 			t.bulk--
 			t.mu.Unlock()
-			t.adjust()
+			t.adjust(false)
 		})
 	}
 }
@@ -242,7 +252,7 @@ const idleLooks = 4
 func (t *Tuner) arm() {
 	s := new(sentinel)
 	runtime.SetFinalizer(s, func(*sentinel) {
-		if t.adjust() {
+		if t.adjust(true) {
 			t.arm()
 		}
 	})
@@ -252,12 +262,17 @@ func (t *Tuner) arm() {
 // block with others and be finalized late).
 type sentinel struct{ _ [16]byte }
 
-// adjust sets GOGC from the live heap; false once stopped.
-func (t *Tuner) adjust() bool {
+// adjust sets GOGC from the live heap, after a collection (collected:
+// what finished callers of Allow left is gone) or a bulk load; false
+// once stopped.
+func (t *Tuner) adjust(collected bool) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped {
 		return false
+	}
+	if collected {
+		t.spent = 0
 	}
 	if t.bulk > 0 {
 		return true
@@ -266,12 +281,8 @@ func (t *Tuner) adjust() bool {
 	if t.sample[0].Value.Kind() != metrics.KindUint64 {
 		return false
 	}
-	pct := t.p.Percent(t.sample[0].Value.Uint64())
-	// Small changes are not worth the runtime's bookkeeping.
-	if pct != t.percent && (pct == t.p.Max || pct == t.p.Min || pct*8 < t.percent*7 || pct*8 > t.percent*9) {
-		debug.SetGCPercent(pct)
-		t.percent = pct
-	}
+	t.live = t.sample[0].Value.Uint64()
+	t.setLocked()
 	return true
 }
 

@@ -279,3 +279,184 @@ func TestTunerIdleWaitsWhileBusyOrAllocating(t *testing.T) {
 		})
 	}
 }
+
+// TestTunerAllow: Allow raises the allowance of new allocation by what it
+// is told, for as long as the caller runs and then until the next
+// collection; a running caller's allowance outlives collections; all the
+// allowances together are bounded by the live heap.
+func TestTunerAllow(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	const headroom = 4 << 20
+	tu := Start(Policy{Max: 400, Min: 1, Headroom: headroom})
+	defer tu.Stop()
+	live := make([][]byte, 64)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	waitAllowance := func(want uint64) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for tu.Allowance() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("allowance %d after 20 s, want %d", tu.Allowance(), want)
+			}
+			runtime.GC()
+			time.Sleep(time.Millisecond)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for tu.Percent() > 10 { // about 4 MB over 64 MB live
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC %d after 20 s with 64 MB live, want under 10", tu.Percent())
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	waitAllowance(headroom)
+
+	// 22.5 MB to allocate: the allowance grows by 32 MB, since the
+	// runtime may start a cycle at 45/64 of it (and a little more for the
+	// garbage on the heap: TestGrant).
+	release := Allow(45 << 19)
+	allowed := tu.Allowance()
+	if allowed < headroom+32<<20 || allowed > headroom+64<<20 {
+		t.Fatalf("allowance %d with 22.5 MB allowed, want %d and up to 32 MB more", allowed, headroom+32<<20)
+	}
+	// The allowance over the 64 MB live (and the test binary's own; the
+	// last collection may have found less of it).
+	if got, most := currentGOGC(), int(allowed*100/(48<<20)); got < 45 || got > most {
+		t.Fatalf("GOGC %d with 22.5 MB allowed over 64 MB live, want 45-%d", got, most)
+	}
+	for range 2 {
+		runtime.GC()
+	}
+	time.Sleep(10 * time.Millisecond) // finalizers run on their own goroutine
+	if got := tu.Allowance(); got != allowed {
+		t.Fatalf("allowance %d after collections while the caller runs, want %d", got, allowed)
+	}
+	release()
+	release() // a second call does nothing
+	if got := tu.Allowance(); got != allowed {
+		t.Fatalf("allowance %d once released, want %d until a collection", got, allowed)
+	}
+	waitAllowance(headroom)
+	if got := currentGOGC(); got > 10 {
+		t.Fatalf("GOGC %d after the collection, want under 10 again", got)
+	}
+
+	release = Allow(1 << 40)
+	if got := tu.Allowance(); got < headroom+64<<20 || got > headroom+128<<20 {
+		t.Fatalf("allowance %d with 1 TB allowed and 64 MB live, want the live heap's size above the headroom", got)
+	}
+	if got := currentGOGC(); got > 150 {
+		t.Fatalf("GOGC %d with 1 TB allowed over 64 MB live, want at most about 106", got)
+	}
+	release()
+	waitAllowance(headroom)
+	runtime.KeepAlive(live)
+}
+
+// TestGrant: Allow's grant is n*64/45 when the allowance has room for the
+// garbage already on the heap, and more when it has not: enough that the
+// runtime's earliest trigger (45/64 of the allowance above the live heap)
+// lies above the heap plus n.
+func TestGrant(t *testing.T) {
+	const mb = 1 << 20
+	for _, c := range []struct{ n, heap, live, have, want uint64 }{
+		{45 * mb, 100 * mb, 100 * mb, 64 * mb, 64 * mb},            // no garbage: the allowance covers it
+		{45 * mb, 100 * mb, 100 * mb, 200 * mb, 64 * mb},           // never less than n*64/45
+		{45 * mb, 145 * mb, 100 * mb, 64 * mb, 128*mb - 64*mb + 0}, // 45 MB of garbage: 128 MB needed, 64 MB there
+		{45 * mb, 190 * mb, 100 * mb, 64 * mb, 192*mb - 64*mb},
+		{45 * mb, 0, 100 * mb, 64 * mb, 64 * mb}, // the heap's size unknown
+	} {
+		if got := grant(c.n, c.heap, c.live, c.have); got != c.want {
+			t.Errorf("grant(%d, %d, %d, %d MB) = %d MB, want %d MB", c.n/mb, c.heap/mb, c.live/mb, c.have/mb, got/mb, c.want/mb)
+		}
+	}
+	// The trigger lies above the heap plus n with the grant.
+	n, heap, live, have := uint64(58*mb), uint64(215*mb), uint64(152*mb), uint64(64*mb)
+	g := grant(n, heap, live, have)
+	if trigger := live + (have+g)/64*45; trigger < heap+n {
+		t.Errorf("earliest trigger %d MB with the grant, under heap+n %d MB", trigger/mb, (heap+n)/mb)
+	}
+}
+
+// TestAllowReachesRuntime: what Allow grants reaches the runtime's GOGC
+// even when it is small against the live heap: the percent in force,
+// over the live heap, is at least the tuner's count of the allowance.
+// Before, a raise under an eighth of GOGC was skipped and the percent
+// rounded down (16.9 MB live, 4 MB headroom, 600 KB allowed: GOGC stayed
+// 26, 4.4 MB in force against 5.1 MB counted).
+func TestAllowReachesRuntime(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	const headroom = 4 << 20
+	tu := Start(Policy{Max: 400, Min: 1, Headroom: headroom})
+	defer tu.Stop()
+	live := make([][]byte, 16)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for tu.Percent() > 30 { // about 4 MB over 16 MB live
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC %d after 20 s with 16 MB live, want under 30", tu.Percent())
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	before := currentGOGC()
+	for _, n := range []uint64{600 << 10, 100 << 10, 1 << 20} {
+		release := Allow(n)
+		tu.mu.Lock()
+		lv := tu.live
+		tu.mu.Unlock()
+		counted := tu.Allowance()
+		gogc := currentGOGC()
+		if inForce := lv * uint64(gogc) / 100; inForce < counted {
+			t.Errorf("Allow(%d): GOGC %d (before %d), %d bytes in force over %d live, under the %d counted", n, gogc, before, inForce, lv, counted)
+		}
+		defer release()
+	}
+	runtime.KeepAlive(live)
+}
+
+// TestAllowOverMinPercent: with GOGC held up by Min (a large heap), the
+// allowance in force is more than the tuner's count, and Allow's grant
+// still brings the runtime's earliest trigger (45/64 of the allowance in
+// force above the live heap) above the heap plus n: a grant reckoned
+// from the allowance in force but added to the count fell short of it.
+func TestAllowOverMinPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	const headroom = 1 << 20
+	tu := Start(Policy{Max: 400, Min: 50, Headroom: headroom})
+	defer tu.Stop()
+	live := make([][]byte, 16)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	waitGOGC(t, tu, 50)
+	runtime.GC()
+	time.Sleep(10 * time.Millisecond) // the tuner's finalizer
+	// 3 MB of garbage (under the earliest trigger, 45/64 of 8 MB), then
+	// 4 MB allowed.
+	for range 3 {
+		allowSink = make([]byte, 1<<20)
+	}
+	allowSink = nil
+	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(heap)
+	const n = 4 << 20
+	release := Allow(n)
+	defer release()
+	tu.mu.Lock()
+	lv := tu.live
+	tu.mu.Unlock()
+	gogc := currentGOGC()
+	if trigger, need := lv+lv*uint64(gogc)/100*triggerNum/triggerDen, heap[0].Value.Uint64()+n; trigger < need {
+		t.Fatalf("GOGC %d over %d live: earliest trigger %d, under the heap plus n %d", gogc, lv, trigger, need)
+	}
+	runtime.KeepAlive(live)
+}
+
+// allowSink makes garbage that the compiler does not elide.
+var allowSink []byte
