@@ -27,7 +27,7 @@ import (
 // the snapshot at index 1, term 1 of every node given it, where a
 // bootstrap puts its first configuration, with Config.Peers as the
 // configuration. The new cluster's first leader continues the state
-// machine's clock from the backup's (node.go, becomeLeader), so time does
+// machine's clock from the backup's (leader.go, becomeLeader), so time does
 // not run between the backup and the restore, as it does not while a
 // cluster has no leader: a lock with 30 s left when the backup was taken
 // has 30 s left when the new cluster serves.

@@ -141,18 +141,19 @@ func flipByte(t *testing.T, path string, off int64) {
 	}
 }
 
-// lastRecordEnd is where the records of a segment end (zeros follow).
+// lastRecordEnd is where the records of a segment end, found by decoding
+// them as opening does (raftlog.SegmentEndForTest), not by what follows
+// them: stale bytes after the last record do not move it.
 func lastRecordEnd(t *testing.T, path string) int64 {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	end, n, err := raftlog.SegmentEndForTest(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	end := len(b)
-	for end > 0 && b[end-1] == 0 {
-		end--
+	if n == 0 {
+		t.Fatalf("%s holds no record", path)
 	}
-	return int64(end)
+	return end
 }
 
 // snapshotDirs lists node i's snapshots, oldest first.

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/deadbolt/deadbolt/acl"
 	"io"
 	"log/slog"
 	"net"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/deadbolt/deadbolt/acl"
 	"github.com/deadbolt/deadbolt/cluster/raftlog"
 	"github.com/deadbolt/deadbolt/fsm"
 	"github.com/deadbolt/deadbolt/transport"
@@ -207,17 +206,6 @@ type Node struct {
 	// its future.
 	raftStop sync.Once
 	raftShut raft.Future
-}
-
-// leaderTime is how a leader stamps entries: it continues from the state
-// machine's clock at the moment it became leader, so that time does not
-// run while there is no leader (a lock does not expire because an
-// election took a while).
-type leaderTime struct {
-	ready bool
-	term  uint64
-	base  int64     // state machine time when leadership began, ms
-	since time.Time // local clock at that moment
 }
 
 // NewNode starts a Raft node. It does not wait for a leader.
@@ -471,16 +459,6 @@ func NewNode(cfg Config) (*Node, error) {
 	return n, nil
 }
 
-// leaderEvents returns a channel closed at the next leadership event.
-func (n *Node) leaderEvents() <-chan struct{} {
-	n.evMu.Lock()
-	defer n.evMu.Unlock()
-	if n.events == nil {
-		n.events = make(chan struct{})
-	}
-	return n.events
-}
-
 // diskStalled is told each time the transport refuses to send because
 // this node's log sync is stalled; it logs at most once a second.
 func (n *Node) diskStalled(wait time.Duration) {
@@ -490,44 +468,6 @@ func (n *Node) diskStalled(wait time.Duration) {
 		return
 	}
 	n.cfg.Logger.Warn("the log's sync is stalled: not sending to the followers, so that they elect another leader", "waited", wait.Round(time.Millisecond))
-}
-
-// leaderEvent wakes whoever waits on leaderEvents.
-func (n *Node) leaderEvent() {
-	n.evMu.Lock()
-	defer n.evMu.Unlock()
-	if n.events != nil {
-		close(n.events)
-		n.events = nil
-	}
-}
-
-// watchLeaders reports each leader raft learns of as a leadership event.
-func (n *Node) watchLeaders() {
-	defer n.wg.Done()
-	ch := make(chan raft.Observation, 1)
-	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
-		_, ok := o.Data.(raft.LeaderObservation)
-		return ok
-	})
-	n.raft.RegisterObserver(obs)
-	defer n.raft.DeregisterObserver(obs)
-	for {
-		select {
-		case <-n.stop:
-			return
-		case o := <-ch:
-			prev, changed := n.metrics.noteLeader(o)
-			if lo, ok := o.Data.(raft.LeaderObservation); ok {
-				n.timeline.noteLeader(n.cfg.ID, lo, n.raft.CurrentTerm())
-				if changed {
-					n.cfg.Logger.Info("cluster: leader changed", "id", n.cfg.ID, "leader", string(lo.LeaderID),
-						"leader_raft_addr", string(lo.LeaderAddr), "previous", string(prev), "term", n.raft.CurrentTerm())
-				}
-			}
-			n.leaderEvent()
-		}
-	}
 }
 
 func (n *Node) closeStores() {
@@ -607,240 +547,6 @@ func (n *Node) Shutdown() error {
 		}
 	}
 	return n.Close()
-}
-
-// watchLeadership tracks leadership changes. A new leader first waits for
-// a barrier (every earlier entry, and the no-op of its own term, applied:
-// from then on its commit index is current), then takes the state
-// machine's clock as its time base and registers its client address.
-func (n *Node) watchLeadership() {
-	defer n.wg.Done()
-	ch := n.raft.LeaderCh()
-	for {
-		select {
-		case <-n.stop:
-			return
-		case isLeader := <-ch:
-			n.tmu.Lock()
-			n.lead = leaderTime{}
-			n.tmu.Unlock()
-			if !isLeader {
-				continue
-			}
-			n.becomeLeader()
-		}
-	}
-}
-
-func (n *Node) becomeLeader() {
-	term := n.raft.CurrentTerm()
-	for n.raft.State() == raft.Leader {
-		err := n.raft.Barrier(n.cfg.CommandTimeout).Error()
-		if err == nil {
-			break
-		}
-		select {
-		case <-n.stop:
-			return
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
-		return
-	}
-	n.fsm.mu.Lock()
-	base := n.state.Now()
-	n.fsm.mu.Unlock()
-	now := n.cfg.Clock.Now()
-	if base == 0 {
-		// A new cluster: its clock starts at the wall clock, so absolute
-		// times (EXPIREAT, SET ... PXAT, TIME) mean what clients expect.
-		// From then on it runs only while there is a leader.
-		base = now.UnixMilli()
-	}
-	// Commit one entry the state machine sees before serving: the no-op and
-	// the barrier of this term are not passed to the state machine, so
-	// until a command follows them the commit index is ahead of what a
-	// read could ever wait for.
-	f := n.raft.Apply(AppendEntry(nil, Entry{Time: base, Cmd: fsm.TickCommand()}), n.cfg.CommandTimeout)
-	if err := f.Error(); err != nil {
-		n.cfg.Logger.Warn("first entry of the term failed", "term", term, "err", err)
-		return
-	}
-	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
-		return
-	}
-	n.tmu.Lock()
-	n.lead = leaderTime{ready: true, term: term, base: base, since: now}
-	n.lastProp = now
-	n.tmu.Unlock()
-	n.leaderEvent()
-	n.cfg.Logger.Info("leader ready", "id", n.cfg.ID, "term", term, "time_base", base)
-	go n.register()
-	go n.ensureClusterID(term) // clusterid_leader.go
-}
-
-// leaderNow is the leader's current time for entries, and false if this
-// node is not a ready leader.
-func (n *Node) leaderNow() (int64, bool) {
-	n.tmu.Lock()
-	defer n.tmu.Unlock()
-	if !n.lead.ready {
-		return 0, false
-	}
-	return n.lead.base + n.cfg.Clock.Now().Sub(n.lead.since).Milliseconds(), true
-}
-
-// stamp returns the time for the next entry, and false if this node is
-// not a ready leader.
-func (n *Node) stamp() (int64, bool) {
-	n.tmu.Lock()
-	defer n.tmu.Unlock()
-	if !n.lead.ready {
-		return 0, false
-	}
-	now := n.cfg.Clock.Now()
-	n.lastProp = now
-	return n.lead.base + now.Sub(n.lead.since).Milliseconds(), true
-}
-
-// tickInterval is how often an idle leader proposes an empty entry so
-// that the state machine's clock stays close to the leader's; a new leader
-// continues from it.
-const tickInterval = 250 * time.Millisecond
-
-// leaderDuties runs the leader's periodic proposals: active expiry and
-// clock ticks.
-func (n *Node) leaderDuties() {
-	defer n.wg.Done()
-	t := time.NewTicker(min(reapInterval, tickInterval))
-	defer t.Stop()
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-t.C:
-		}
-		if !n.IsLeader() {
-			continue
-		}
-		if n.disk != nil && n.disk.status() != "ok" {
-			// Short of space: the log is kept for what must be
-			// written (diskspace.go). Reads judge expiry by the
-			// leader's clock, not the state machine's.
-			n.handOverForSpace()
-			continue
-		}
-		n.fsm.mu.Lock()
-		next, ok := n.state.NextDeadline()
-		n.fsm.mu.Unlock()
-		now, _ := n.leaderNow()
-		switch {
-		case ok && next <= now:
-			n.proposeInternal(fsm.ReapCommand(reapBatch))
-		default:
-			n.tmu.Lock()
-			idle := n.cfg.Clock.Now().Sub(n.lastProp) >= tickInterval
-			n.tmu.Unlock()
-			if idle {
-				n.proposeInternal(fsm.TickCommand())
-			}
-		}
-	}
-}
-
-func (n *Node) proposeInternal(cmd fsm.Command) {
-	ts, ok := n.stamp()
-	if !ok {
-		return
-	}
-	f := n.raft.Apply(AppendEntry(nil, Entry{Time: ts, Cmd: cmd}), n.cfg.CommandTimeout)
-	if err := f.Error(); err != nil {
-		n.cfg.Logger.Debug("internal proposal failed", "err", err)
-	}
-}
-
-// membershipLoop keeps outOfConfig current and makes sure this node's
-// client address is registered once a leader is known.
-func (n *Node) membershipLoop() {
-	defer n.wg.Done()
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
-	var m membership
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-t.C:
-		}
-		f := n.raft.GetConfiguration()
-		if f.Error() != nil {
-			continue
-		}
-		servers := f.Configuration().Servers
-		first := m.known == nil && len(servers) > 0
-		if added, removed := m.changes(servers); len(added)+len(removed) > 0 {
-			n.cfg.Logger.Info("cluster: membership changed", "id", n.cfg.ID, "added", added, "removed", removed, "members", len(servers))
-			n.timeline.noteMembers(added, removed, len(servers), n.raft.CurrentTerm())
-		} else if first {
-			n.timeline.noteStart(servers, n.raft.CurrentTerm())
-		}
-		in, out := m.observe(n.cfg.ID, servers)
-		n.inConfig.Store(in)
-		n.outOfConfig.Store(out)
-		if in {
-			n.register()
-		}
-	}
-}
-
-// membership follows this node's place in the configurations it sees.
-type membership struct {
-	seen, removed bool
-	known         map[raft.ServerID]bool // the members last seen, nil before the first
-}
-
-// changes returns the ids added to and removed from the configuration
-// since the last call (none on the first: the start-up log names them).
-func (m *membership) changes(servers []raft.Server) (added, removed []string) {
-	if len(servers) == 0 {
-		return nil, nil
-	}
-	now := make(map[raft.ServerID]bool, len(servers))
-	for _, s := range servers {
-		now[s.ID] = true
-		if m.known != nil && !m.known[s.ID] {
-			added = append(added, string(s.ID))
-		}
-	}
-	for id := range m.known {
-		if !now[id] {
-			removed = append(removed, string(id))
-		}
-	}
-	slices.Sort(removed)
-	m.known = now
-	return added, removed
-}
-
-// observe takes the newest configuration and says whether this node is in
-// it, and whether it counts as removed: out of it after having been in one.
-// A joining node is not yet in the configuration it has, so that is not
-// removal. Nor is removal final: a node catching up from a snapshot older
-// than its removal passes through that removal on its way to being added
-// back, and must then serve again.
-func (m *membership) observe(id string, servers []raft.Server) (in, removed bool) {
-	if len(servers) == 0 {
-		return false, m.removed // says nothing
-	}
-	for _, s := range servers {
-		if string(s.ID) == id {
-			in = true
-		}
-	}
-	m.seen = m.seen || in
-	m.removed = m.seen && !in
-	return in, m.removed
 }
 
 // LockStats returns this node's lock counters (FSM.LockStats), one entry

@@ -35,17 +35,9 @@ func TestRestoreSetsApplied(t *testing.T) {
 		}
 		last = res.LogIndex
 	}
-	f := leader.raft.Snapshot()
-	if err := f.Error(); err != nil {
-		t.Fatal(err)
-	}
-	meta, rc, err := f.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.Close()
-	if meta.Index < last {
-		t.Fatalf("snapshot at %d, below the last write %d", meta.Index, last)
+	snap := snapshotIndex(t, leader)
+	if snap < last {
+		t.Fatalf("snapshot at %d, below the last write %d", snap, last)
 	}
 	c.nw.Heal()
 	within(t, 15*time.Second, "the lagging follower to install the snapshot", func() bool {
@@ -53,16 +45,31 @@ func TestRestoreSetsApplied(t *testing.T) {
 	})
 	// No write after the snapshot: only the install can move the index.
 	within(t, 10*time.Second, "the follower's applied index to reach the snapshot's", func() bool {
-		return c.nodes[lag].AppliedIndex() >= meta.Index
+		return c.nodes[lag].AppliedIndex() >= snap
 	})
-	if got := c.nodes[lag].AppliedIndex(); got != meta.Index {
-		t.Fatalf("follower's applied index %d after installing the snapshot at %d (was %d)", got, meta.Index, before)
+	if got := c.nodes[lag].AppliedIndex(); got != snap {
+		t.Fatalf("follower's applied index %d after installing the snapshot at %d (was %d)", got, snap, before)
 	}
 	var b []byte
 	idx, err := c.nodes[lag].StateSnapshot(writerFunc(func(p []byte) (int, error) { b = append(b, p...); return len(p), nil }))
-	if err != nil || idx != meta.Index || len(b) == 0 {
-		t.Fatalf("StateSnapshot: index %d, %v, want %d", idx, err, meta.Index)
+	if err != nil || idx != snap || len(b) == 0 {
+		t.Fatalf("StateSnapshot: index %d, %v, want %d", idx, err, snap)
 	}
+}
+
+// snapshotIndex has n's raft take a snapshot and returns its index.
+func snapshotIndex(tb testing.TB, n *Node) uint64 {
+	tb.Helper()
+	f := n.raft.Snapshot()
+	if err := f.Error(); err != nil {
+		tb.Fatal(err)
+	}
+	meta, rc, err := f.Open()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rc.Close()
+	return meta.Index
 }
 
 type stoppedClock struct{ t time.Time }
@@ -84,22 +91,14 @@ func TestRestoreSetsAppliedAtStart(t *testing.T) {
 	dc.write(t, "k", 20, 10)
 	dc.converged()
 	fi := (dc.leader(-1) + 1) % 3
-	f := dc.nodes[fi].raft.Snapshot()
-	if err := f.Error(); err != nil {
-		t.Fatal(err)
-	}
-	meta, rc, err := f.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.Close()
+	snap := snapshotIndex(t, dc.nodes[fi])
 	dc.stop(fi)
 	n, err := dc.start(fi)
 	if err != nil {
 		t.Fatal(err)
 	}
 	within(t, 10*time.Second, "the restarted follower's applied index to reach its snapshot's", func() bool {
-		return n.AppliedIndex() >= meta.Index
+		return n.AppliedIndex() >= snap
 	})
 	if _, ok := get(n, "k19"); !ok {
 		t.Fatal("the restarted follower lacks k19")
