@@ -323,3 +323,43 @@ func TestEventLoopWaits(t *testing.T) {
 		})
 	}
 }
+
+// TestEventLoopWriteBudget: a reply of many megabytes to a client that
+// reads it as fast as it comes is written writeBudget bytes at a time per
+// pass of the loop, which serves the other clients in between: the loop
+// never begins a write(2) to one connection after writing writeBudget
+// bytes to it in one go. The reply still arrives whole, and in order with
+// what follows it.
+func TestEventLoopWriteBudget(t *testing.T) {
+	var mu sync.Mutex
+	most, calls := 0, 0
+	testHookWrite = func(written int) {
+		mu.Lock()
+		most = max(most, written)
+		calls++
+		mu.Unlock()
+	}
+	t.Cleanup(func() { testHookWrite = nil })
+	s := newTestServer(t)
+	c := dial(t, s.addr)
+	big := strings.Repeat("x", 16<<20)
+	c.must(status("OK"), "set", "big", big)
+	for i := 0; i < 3; i++ {
+		c.send("get", "big")
+		c.send("ping")
+		if got := c.readRaw(); got != bulk(big) {
+			t.Fatalf("reply of %d bytes, want %d", len(got), len(bulk(big)))
+		}
+		if got := c.readRaw(); got != status("PONG") {
+			t.Fatalf("after the reply: %q", got)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls == 0 {
+		t.Fatal("the loop wrote nothing through write")
+	}
+	if most >= writeBudget {
+		t.Fatalf("a write(2) began after %d bytes written to the connection in one pass; budget %d", most, writeBudget)
+	}
+}
