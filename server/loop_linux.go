@@ -548,7 +548,7 @@ func (l *eventLoop) flush() {
 }
 
 // write moves c's queued output behind what the socket has not taken yet
-// and writes as much as it accepts, up to writeBudget bytes; the rest
+// and writes as much as it accepts, at most writeBudget bytes; the rest
 // waits for EPOLLOUT.
 func (l *eventLoop) write(c *conn) {
 	lc := &c.lc
@@ -565,20 +565,21 @@ func (l *eventLoop) write(c *conn) {
 			// (KEYS over a million keys: 19 MB) held the loop for
 			// milliseconds while other clients' requests waited. The
 			// socket is still writable: the next wait returns at once
-			// with EPOLLOUT, after this pass has served the others, as
-			// Redis writes at most 64 KB to one client per event.
+			// with EPOLLOUT, after this pass has served the others.
+			// (Redis stops writing to a client once it has written
+			// more than 64 KB in one event.)
 			lc.wantOut = true
 			lc.unsent.Store(int64(len(lc.wbuf) - lc.woff))
 			l.updateInterest(c)
 			return
 		}
-		if testHookWrite != nil {
-			testHookWrite(written)
-		}
-		n, errno := rawWrite(lc.fd, lc.wbuf[lc.woff:])
+		n, errno := rawWrite(lc.fd, lc.wbuf[lc.woff:min(len(lc.wbuf), lc.woff+writeBudget-written)])
 		if n > 0 {
 			lc.woff += n
 			written += n
+			if testHookWrite != nil {
+				testHookWrite(written)
+			}
 			if lc.woff == len(lc.wbuf) && piece {
 				// A piece of a long reply is written: the next one, or
 				// the output queued behind the last.
@@ -671,8 +672,9 @@ func (l *eventLoop) takeOutput(c *conn) bool {
 // serves the others (write).
 const writeBudget = 64 << 10
 
-// testHookWrite, set by a test, runs in write before each write(2) with
-// the bytes written to the connection so far in that call.
+// testHookWrite, set by a test, runs in write after each write(2) that
+// wrote something, with the bytes written to the connection so far in
+// that call.
 var testHookWrite func(written int)
 
 // shrinkOutput is the size above which an emptied output buffer is
