@@ -154,3 +154,44 @@ func TestScanEncodedLikeReply(t *testing.T) {
 		t.Fatalf("a script's SCAN: %q", r.AppendProto(nil, 2))
 	}
 }
+
+// TestCompactYieldingBoundsWorkBetweenYields: the walk's compaction of
+// its sorted keys gives slices.CompactFunc's answer, compares at most
+// walkRun elements between two yields, and leaves no name alive in the
+// tail it drops, which it clears walkClear elements at a time.
+func TestCompactYieldingBoundsWorkBetweenYields(t *testing.T) {
+	run, clr := walkRun, walkClear
+	walkRun, walkClear = 64, 100
+	t.Cleanup(func() { walkRun, walkClear = run, clr })
+	since, most, yields := 0, 0, 0
+	old := walkYield
+	walkYield = func() { most, since = max(most, since), 0; yields++ }
+	t.Cleanup(func() { walkYield = old })
+	eq := func(a, b string) bool { since++; return a == b }
+	r := rand.New(rand.NewSource(2))
+	for _, n := range []int{0, 1, 2, 64, 65, 1000, 20_000} {
+		s := make([]string, n)
+		for i := range s {
+			s[i] = strconv.Itoa(r.Intn(n/3 + 1)) // many duplicates
+		}
+		slices.Sort(s)
+		want := slices.Compact(slices.Clone(s))
+		since, most, yields = 0, 0, 0
+		got := compactYielding(s, eq)
+		most = max(most, since)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d strings: got %d, want %d after compaction", n, len(got), len(want))
+		}
+		if most > walkRun {
+			t.Fatalf("%d strings: %d comparisons without a yield", n, most)
+		}
+		for i, k := range s[len(got):] {
+			if k != "" {
+				t.Fatalf("%d strings: dropped element %d still holds %q", n, len(got)+i, k)
+			}
+		}
+		if dropped := n - len(got); n > 1 && yields < (n-1)/walkRun+(dropped-1)/walkClear {
+			t.Fatalf("%d strings (%d dropped): %d yields", n, dropped, yields)
+		}
+	}
+}

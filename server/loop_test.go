@@ -323,3 +323,54 @@ func TestEventLoopWaits(t *testing.T) {
 		})
 	}
 }
+
+// TestEventLoopWriteBudget: a reply of many megabytes to a client that
+// reads it as fast as it comes is written at most writeBudget bytes per
+// pass of the loop, which serves the other clients in between: a value's
+// reply (one buffer) and KEYS's over a large database (encoded in pieces).
+// The replies still arrive whole, and in order with what follows them.
+func TestEventLoopWriteBudget(t *testing.T) {
+	var mu sync.Mutex
+	most, calls := 0, 0
+	testHookWrite = func(written int) {
+		mu.Lock()
+		most = max(most, written)
+		calls++
+		mu.Unlock()
+	}
+	t.Cleanup(func() { testHookWrite = nil })
+	s := newTestServer(t)
+	c := dial(t, s.addr)
+	big := strings.Repeat("x", 16<<20)
+	c.must(status("OK"), "set", "big", big)
+	for i := 0; i < 200_000; i += 1000 {
+		args := []string{"mset"}
+		for j := i; j < i+1000; j++ {
+			args = append(args, "key:"+strconv.Itoa(j), "v")
+		}
+		c.must(status("OK"), args...)
+	}
+	for i := 0; i < 3; i++ {
+		c.send("get", "big")
+		c.send("keys", "key:*")
+		c.send("ping")
+		if got := c.readRaw(); got != bulk(big) {
+			t.Fatalf("reply of %d bytes, want %d", len(got), len(bulk(big)))
+		}
+		r := c.read()
+		if len(r.Elems) != 200_000 {
+			t.Fatalf("KEYS: %d keys, want 200000", len(r.Elems))
+		}
+		if got := c.readRaw(); got != status("PONG") {
+			t.Fatalf("after the replies: %q", got)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls == 0 {
+		t.Fatal("the loop wrote nothing through write")
+	}
+	if most > writeBudget {
+		t.Fatalf("%d bytes written to one connection in one pass; budget %d", most, writeBudget)
+	}
+}
