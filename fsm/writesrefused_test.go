@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/deadbolt/deadbolt/luaexec"
 	"github.com/deadbolt/deadbolt/resp"
 )
 
@@ -157,5 +158,40 @@ func TestReadWritesRefusedFunctions(t *testing.T) {
 	next := Command{Args: argv("FCALL", "tick", "0")}
 	if a, b := f.Apply(3000, next).Reply.AppendProto(nil, 2), g.Apply(3000, next).Reply.AppendProto(nil, 2); !bytes.Equal(a, b) {
 		t.Fatalf("FCALL tick after functions run while writes were refused: %q, on a node that ran none %q", a, b)
+	}
+}
+
+// TestReadWritesRefusedFunctionApart: FCALL run outside the log goes
+// through luaexec.CallFunctionApart, so it cannot change the library the
+// node keeps even where the state check missed a stateful function (made
+// to miss here): the next logged call answers as on a node that ran none.
+func TestReadWritesRefusedFunctionApart(t *testing.T) {
+	restore := luaexec.MissStateForTest()
+	f := New(Options{})
+	defer f.Close()
+	g := New(Options{})
+	defer g.Close()
+	lib := "#!lua name=countlib\nlocal n = 0\n" +
+		"redis.register_function{function_name='count', callback=function() n = n + 1 return n end, flags={'no-writes'}}\n"
+	for _, m := range []*FSM{f, g} {
+		if r := m.Apply(1000, Command{Args: argv("FUNCTION", "LOAD", lib)}); r.Reply.Type == resp.Error {
+			t.Fatalf("FUNCTION LOAD: %s", r.Reply.Str)
+		}
+	}
+	restore()
+	count := Command{Args: argv("FCALL", "count", "0")}
+	for _, m := range []*FSM{f, g} {
+		if r := m.Apply(1000, count).Reply; r.Int != 1 {
+			t.Fatalf("first logged count: %q, want 1 (the kept closures count)", r.AppendProto(nil, 2))
+		}
+	}
+	for i := 0; i < 3; i++ {
+		if r := f.ReadWritesRefused(2000, count, "MISCONF refused for the test").Reply; r.Int != 1 {
+			t.Fatalf("count %d while writes are refused: %q, want 1 (a fresh copy)", i, r.AppendProto(nil, 2))
+		}
+	}
+	a, b := f.Apply(3000, count).Reply, g.Apply(3000, count).Reply
+	if a.Int != 2 || b.Int != 2 {
+		t.Fatalf("logged count after calls while writes were refused: %d, on a node that ran none %d; want 2 on both", a.Int, b.Int)
 	}
 }
