@@ -3,6 +3,8 @@
 package deadbolt
 
 import (
+	"bufio"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +19,9 @@ import (
 // runs an EVAL without a shebang while it refuses writes, and refuses
 // only the write commands the script calls (script.c,
 // scriptVerifyWriteCommandAllow); no-writes scripts and functions,
-// EVAL_RO and FCALL_RO run (deadbolt refuses functions: see the test);
-// a script or function that declared flags
-// without no-writes is refused before it runs. deadbolt must answer the
+// EVAL_RO and FCALL_RO of them run; a script or function that declared
+// flags without no-writes is refused before it runs (FCALL_RO of it
+// too). deadbolt must answer the
 // same, with its own MISCONF text (which names the data directory) where
 // Redis has its own.
 
@@ -68,6 +70,29 @@ func normalMisconf(r resp.Reply) resp.Reply {
 	return r
 }
 
+// commandOn3 sends HELLO 3 and one command on a new connection and
+// returns the command's reply, read as RESP3.
+func commandOn3(t *testing.T, addr string, args ...string) resp.Reply {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(60 * time.Second))
+	if _, err := nc.Write(pipelineRequest([][]string{{"HELLO", "3"}, args})); err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(nc)
+	var r resp.Reply
+	for i := 0; i < 2; i++ {
+		if r, err = resp.ReadReply(rd, 1<<30); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
 // TestDiskFullScriptsLikeRedis fills the data file systems of a
 // three-node cluster to the last byte and runs scripts through the leader
 // and a follower, beside a redis-server under MISCONF: a script without a
@@ -87,7 +112,11 @@ func TestDiskFullScriptsLikeRedis(t *testing.T) {
 		roWrite  = "#!lua flags=no-writes\nreturn redis.call('set', KEYS[1], 'x')"
 		library  = "#!lua name=disklib\n" +
 			"redis.register_function('rd', function(keys, args) return redis.call('get', keys[1]) end)\n" +
-			"redis.register_function{function_name='rdro', callback=function(keys, args) return redis.call('get', keys[1]) end, flags={'no-writes'}}\n"
+			"redis.register_function{function_name='rdro', callback=function(keys, args) return redis.call('get', keys[1]) end, flags={'no-writes'}}\n" +
+			"redis.register_function{function_name='roset', callback=function(keys, args) return redis.call('set', keys[1], 'x') end, flags={'no-writes'}}\n" +
+			"redis.register_function{function_name='ropcall', callback=function(keys, args) local r = redis.pcall('set', keys[1], 'x') return {r['err'], redis.call('get', keys[1])} end, flags={'no-writes'}}\n" +
+			"redis.register_function{function_name='rdkeys', callback=function(keys, args) return {#keys, #args, redis.call('exists', keys[1]), args[1]} end, flags={'no-writes', 'allow-stale'}}\n" +
+			"redis.register_function{function_name='wr', callback=function(keys, args) return redis.call('set', keys[1], 'x') end, flags={'allow-oom'}}\n"
 	)
 	setup := [][]string{
 		{"SET", "lock:a", "owner-1"},
@@ -117,7 +146,17 @@ func TestDiskFullScriptsLikeRedis(t *testing.T) {
 		{"FCALL", "rdro", "1", "lock:a"},
 		{"FCALL_RO", "rdro", "1", "lock:a"},
 		{"FCALL_RO", "rd", "1", "lock:a"},
+		{"FCALL", "roset", "1", "lock:a"},
+		{"FCALL_RO", "roset", "1", "lock:a"},
+		{"FCALL", "ropcall", "1", "lock:a"},
+		{"FCALL", "rdkeys", "2", "lock:a", "lock:b", "arg-1"},
+		{"FCALL", "rdkeys", "3", "lock:a"},
+		{"FCALL", "rdro", "-1"},
+		{"FCALL", "wr", "1", "lock:a"},
+		{"FCALL_RO", "wr", "1", "lock:a"},
+		{"FCALL", "wr", "5", "lock:a"},
 		{"FCALL", "nope", "0"},
+		{"FCALL_RO", "nope", "0"},
 		{"SCRIPT", "EXISTS", sha(read), sha("return 'never run'")}, // not incr: EVAL cached it in Redis only
 		{"SCRIPT", "LOAD", read},
 		{"SCRIPT", "LOAD", incr},
@@ -127,9 +166,11 @@ func TestDiskFullScriptsLikeRedis(t *testing.T) {
 
 	redisAddr := misconfRedis(t, setup)
 	want := make([]resp.Reply, len(transcript))
+	want3 := make([][]byte, len(transcript)) // the same, in RESP3 (HELLO 3)
 	for i, cmd := range transcript {
 		want[i] = normalMisconf(commandOn(t, redisAddr, cmd...))
 		t.Logf("redis-server: %.40q -> %q", cmd, want[i].AppendProto(nil, 2))
+		want3[i] = normalMisconf(commandOn3(t, redisAddr, cmd...)).AppendProto(nil, 3)
 	}
 
 	const minFree = 2 << 20
@@ -169,16 +210,19 @@ func TestDiskFullScriptsLikeRedis(t *testing.T) {
 			if got.Type == resp.Error && strings.HasPrefix(string(got.Str), "MISCONF") && !strings.Contains(string(got.Str), "data directory") {
 				t.Fatalf("node %d: %q: a MISCONF that names no data directory: %s", i, cmd, got.Str)
 			}
-			w := want[j].AppendProto(nil, 2)
-			if (cmd[0] == "FCALL" || cmd[0] == "FCALL_RO") && cmd[1] != "nope" || cmd[0] == "SCRIPT" && cmd[2] == incr {
-				// deadbolt refuses a function, no-writes or not (its
-				// library's locals are each node's: fsm/writesrefused.go),
-				// and a SCRIPT LOAD that would add to the script cache,
-				// which is replicated state (Redis caches it in memory).
+			w, w3 := want[j].AppendProto(nil, 2), want3[j]
+			if cmd[0] == "SCRIPT" && cmd[2] == incr {
+				// deadbolt refuses a SCRIPT LOAD that would add to the
+				// script cache, which is replicated state (Redis caches
+				// it in memory).
 				w = resp.Err("MISCONF (text)").AppendProto(nil, 2)
+				w3 = w
 			}
 			if g := normalMisconf(got).AppendProto(nil, 2); string(g) != string(w) {
 				t.Errorf("node %d (leader %d) with full disks: %q\n got  %q\n want %q (redis-server under MISCONF)", i, l, cmd, g, w)
+			}
+			if g := normalMisconf(commandOn3(t, c.Addr(i), cmd...)).AppendProto(nil, 3); string(g) != string(w3) {
+				t.Errorf("node %d (leader %d) with full disks, RESP3: %q\n got  %q\n want %q (redis-server under MISCONF)", i, l, cmd, g, w3)
 			}
 		}
 	}

@@ -10,9 +10,9 @@ import (
 // Scripts on a full disk. Redis 7.0 refuses only commands flagged write
 // while it cannot persist, and a script without a shebang is not flagged
 // write: it runs, and a write command it calls raises the MISCONF error
-// (script.c, scriptVerifyWriteCommandAllow). A no-writes script and
-// EVAL_RO run too (Redis runs no-writes functions and FCALL_RO as well;
-// deadbolt refuses them: fsm.RunsWhileWritesRefused). deadbolt proposes every script
+// (script.c, scriptVerifyWriteCommandAllow). A no-writes script or
+// function, EVAL_RO and FCALL_RO of one run too (fsm.RunsWhileWritesRefused).
+// deadbolt proposes every script
 // command through the log, so without this a leader that refuses writes
 // for want of space would refuse a script that only reads.
 //

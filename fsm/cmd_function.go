@@ -294,6 +294,20 @@ func functionList(c *Ctx, args [][]byte) resp.Reply {
 	return resp.ArrayReply(out...)
 }
 
+// functionMeta returns the registered function of that name.
+func (f *FSM) functionMeta(name string) (FunctionMeta, bool) {
+	libName, ok := f.functions[name]
+	if !ok {
+		return FunctionMeta{}, false
+	}
+	for _, fn := range f.libraries[libName].functions {
+		if fn.Name == name {
+			return fn, true
+		}
+	}
+	return FunctionMeta{}, false
+}
+
 // cmdFcall is FCALL and FCALL_RO function numkeys key... arg....
 func cmdFcall(c *Ctx, args [][]byte) resp.Reply {
 	roCmd := optEq(args[0], "fcall_ro")
@@ -310,17 +324,12 @@ func cmdFcall(c *Ctx, args [][]byte) resp.Reply {
 	if c.f.lua == nil {
 		return resp.Err("ERR scripting is not available")
 	}
-	libName, ok := c.f.functions[string(args[1])]
+	meta, ok := c.f.functionMeta(string(args[1]))
 	if !ok {
 		return resp.Err("ERR Function not found")
 	}
+	libName := c.f.functions[meta.Name]
 	lib := c.f.libraries[libName]
-	var meta FunctionMeta
-	for _, fn := range lib.functions {
-		if fn.Name == string(args[1]) {
-			meta = fn
-		}
-	}
 	if roCmd && !meta.noWrites() {
 		return resp.Err("ERR Can not execute a script with write flag using *_ro command.")
 	}
@@ -343,5 +352,10 @@ func cmdFcall(c *Ctx, args [][]byte) resp.Reply {
 		c.script = saved
 		c.selectDB(savedDB)
 	}()
+	if c.readOnly {
+		// outside the log (a no-writes function while writes are
+		// refused): the kept closures are not touched (writesrefused.go)
+		return c.f.lua.CallFunctionApart(libName, meta.Name, args[3:3+numKeys], args[3+numKeys:], (*scriptCaller)(c))
+	}
 	return c.f.lua.CallFunction(libName, meta.Name, args[3:3+numKeys], args[3+numKeys:], (*scriptCaller)(c)) // meta.Name: no copy of args[1]
 }

@@ -96,6 +96,9 @@ type scriptEngine interface {
 	DropLibrary(name string) // "" drops every library
 	HasLibrary(name string, code []byte) bool
 	CallFunction(lib, fn string, keys, args [][]byte, c caller) resp.Reply
+	// CallFunctionApart calls as CallFunction does, in a fresh copy of the
+	// library, for a call outside the log (writesrefused.go).
+	CallFunctionApart(lib, fn string, keys, args [][]byte, c caller) resp.Reply
 	// ReadOnly reads a script's shebang: whether it declared no-writes,
 	// or the error for a malformed shebang.
 	ReadOnly(body []byte) (readOnly bool, errMsg string)

@@ -65,3 +65,6 @@ func (l *luaEngine) HasLibrary(name string, code []byte) bool { return l.e.HasLi
 func (l *luaEngine) CallFunction(lib, fn string, keys, args [][]byte, c caller) resp.Reply {
 	return l.e.CallFunction(lib, fn, keys, args, c)
 }
+func (l *luaEngine) CallFunctionApart(lib, fn string, keys, args [][]byte, c caller) resp.Reply {
+	return l.e.CallFunctionApart(lib, fn, keys, args, c)
+}

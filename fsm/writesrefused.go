@@ -43,17 +43,14 @@ func (f *FSM) RunsWhileWritesRefused(cmd Command) bool {
 		s, ok := f.script(args[1])
 		return !ok || !scriptDeclaresWrites(s.body)
 	case "fcall", "fcall_ro":
-		// Unlike Redis, a function is refused, no-writes or not: decided
-		// when a library's own locals lived in each node's Lua state, so
-		// that a function run outside the log could change them on this
-		// node only. A call can no longer change what a later call sees
-		// (luaexec/function_state.go), so this could be lifted; it stays
-		// while that check is young (review found a gmatch iterator it
-		// missed): a function it wrongly passes, run here outside the
-		// log, would change this node's library only. An unknown one
-		// runs, to answer its error.
-		_, ok := f.functions[string(args[1])]
-		return !ok
+		// Redis flags the call write unless the function declared
+		// no-writes (fcallGetCommandFlags), FCALL_RO too, and refuses it
+		// before it runs; an unknown function runs, to answer its error.
+		// A no-writes function runs here outside the log, in a fresh copy
+		// of its library (cmdFcall, luaexec's CallFunctionApart), so it
+		// cannot change the library's kept closures on this node only.
+		meta, ok := f.functionMeta(string(args[1]))
+		return !ok || meta.noWrites()
 	case "script":
 		// SCRIPT LOAD of a script already cached changes nothing (Redis
 		// runs SCRIPT under MISCONF); one that would add it is a write.

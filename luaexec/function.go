@@ -246,6 +246,24 @@ func (e *Engine) HasLibrary(name string, code []byte) bool {
 // FCALL does; readOnly is FCALL_RO's or the function's no-writes (the
 // caller refuses writes then).
 func (e *Engine) CallFunction(libName, fname string, keys, args [][]byte, c Caller) (reply resp.Reply) {
+	return e.callFunction(libName, fname, keys, args, c, false)
+}
+
+// CallFunctionApart runs a function as CallFunction does, but always in a
+// fresh copy of its library (function_state.go), whatever markStateful
+// decided: for a call made outside the log on one node (a no-writes
+// function while writes are refused, fsm.ReadWritesRefused). The kept
+// closures, and the tables they reach, are not even handed to the call,
+// so it cannot change what a later call sees on this node, even if the
+// check that lets a function keep its closures missed a way to change
+// them. The copy is built as a load builds it, so the call answers as it
+// would from the kept closures (which are as the load left them, the
+// check says).
+func (e *Engine) CallFunctionApart(libName, fname string, keys, args [][]byte, c Caller) (reply resp.Reply) {
+	return e.callFunction(libName, fname, keys, args, c, true)
+}
+
+func (e *Engine) callFunction(libName, fname string, keys, args [][]byte, c Caller, apart bool) (reply resp.Reply) {
 	if e.run.active {
 		return resp.Err("ERR This Redis command is not allowed from script")
 	}
@@ -263,7 +281,7 @@ func (e *Engine) CallFunction(libName, fname string, keys, args [][]byte, c Call
 			reply = resp.Err("ERR internal error running a function")
 		}
 	}()
-	if f.fresh {
+	if f.fresh || apart {
 		var r resp.Reply
 		if f, r = e.freshFunction(lib, fname); f == nil {
 			return r
