@@ -195,6 +195,20 @@ func (n *Node) refuseWrite(cmd fsm.Command) error {
 	return err
 }
 
+// WritesRefused returns the MISCONF error this node gives a client write
+// now if it leads and refuses writes for want of space (its own disk, or
+// too few voters with space), or nil. A transaction's write is answered
+// with it when queued, as Redis refuses a write command under MISCONF
+// before queueing it (EXEC then aborts). A follower returns nil: the
+// leader decides, at EXEC, since a follower's own full disk does not
+// stop the cluster's writes.
+func (n *Node) WritesRefused() error {
+	if !n.IsLeader() {
+		return nil
+	}
+	return n.diskRefusal(fsm.Command{Args: [][]byte{[]byte("set")}})
+}
+
 // diskRefusal returns the MISCONF error for a client write this leader
 // refuses for want of space, or nil. PUBLISH and SPUBLISH pass, as in
 // Redis (they are not write commands there), and so do the node's own

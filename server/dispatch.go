@@ -163,6 +163,14 @@ func (c *conn) dispatch(args [][]byte) {
 		c.reject(name, "ERR Can't execute '"+c.lastCmd+"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return
 	}
+	if c.multi != nil && spec != nil && spec.Flags&(fsm.Write|fsm.Scripting|fsm.PubSub) == fsm.Write {
+		if msg := c.srv.writesRefused(); msg != "" {
+			// Redis refuses a write command under MISCONF before it
+			// queues it, and EXEC then aborts. (Scripts: at EXEC.)
+			c.reject(name, msg)
+			return
+		}
+	}
 	if c.multi != nil && (spec != nil || cs.flags&multiCtl == 0) {
 		c.queue(spec, cs, name, args) // multi.go
 		return

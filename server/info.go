@@ -53,6 +53,17 @@ func (s *Server) overMaxmemory() bool {
 	return ok && lm.OverMaxmemory()
 }
 
+// writesRefused returns the MISCONF error a write would get now on this
+// node (a full disk), or "": for a write queued in MULTI.
+func (s *Server) writesRefused() string {
+	if w, ok := s.backend.(interface{ WritesRefused() error }); ok {
+		if err := w.WritesRefused(); err != nil {
+			return errorText(err)
+		}
+	}
+	return ""
+}
+
 // INFO's sections in Redis 7.0's order, and those INFO without arguments
 // (or INFO default) shows.
 var (
