@@ -55,10 +55,15 @@ func normalAbort(r resp.Reply) resp.Reply {
 // never does). Through a follower, which cannot tell whether the leader
 // refuses writes, the write is queued and EXEC answers EXECABORT naming
 // the leader's MISCONF, as Redis's EXEC does when the disk fails after the
-// write was queued. Not as Redis: PING is answered (Redis refuses it under
-// MISCONF, so that Sentinel fails it over).
+// write was queued. Not as Redis (not compared here): PING is answered
+// (Redis refuses it under MISCONF, so that Sentinel fails it over), and a
+// transaction holding a script without a shebang, a no-writes one or
+// SCRIPT is refused whole at EXEC (Redis runs it).
 func TestDiskFullTransactionsLikeRedis(t *testing.T) {
-	setup := [][]string{{"SET", "lock:a", "owner-1"}}
+	setup := [][]string{
+		{"SET", "lock:a", "owner-1"},
+		{"FUNCTION", "LOAD", "#!lua name=txlib\nredis.register_function('w', function() return redis.call('set', 'k', 'v') end)"},
+	}
 	sessions := [][][]string{
 		{{"MULTI"}, {"GET", "lock:a"}, {"EXISTS", "lock:a"}, {"EXEC"}},
 		{{"MULTI"}, {"GET", "lock:a"}, {"SET", "lock:a", "x"}, {"EXEC"}},
@@ -66,6 +71,13 @@ func TestDiskFullTransactionsLikeRedis(t *testing.T) {
 		{{"WATCH", "lock:a"}, {"MULTI"}, {"GET", "lock:a"}, {"EXEC"}},
 		{{"WATCH", "lock:a"}, {"MULTI"}, {"DEL", "lock:a"}, {"EXEC"}, {"GET", "lock:a"}},
 		{{"MULTI"}, {"PUBLISH", "ch", "m"}, {"EXEC"}},
+		// Refused when queued as Redis flags them write: a function
+		// without no-writes, a script whose shebang lacks it, FUNCTION
+		// DELETE, FLUSHALL.
+		{{"MULTI"}, {"FCALL", "w", "0"}, {"EXEC"}},
+		{{"MULTI"}, {"EVAL", "#!lua\nreturn 1", "0"}, {"EXEC"}},
+		{{"MULTI"}, {"FUNCTION", "DELETE", "txlib"}, {"EXEC"}},
+		{{"MULTI"}, {"FLUSHALL"}, {"EXEC"}},
 		{{"MULTI"}, {"EXEC"}},
 	}
 	redisAddr := misconfRedis(t, setup)
@@ -95,6 +107,14 @@ func TestDiskFullTransactionsLikeRedis(t *testing.T) {
 	})
 	l = c.WaitLeader()
 	f := c.Followers()[0]
+	// A write refused when queued is counted as the refusal of a write.
+	before := infoField(t, c.Addr(l), "persistence", "disk_refused_writes_total")
+	if got := sessionOn(t, c.Addr(l), []string{"MULTI"}, []string{"SET", "k", "v"}, []string{"DISCARD"}); got[1].Type != resp.Error {
+		t.Fatalf("SET queued through the leader on full disks: %q", got[1].AppendProto(nil, 2))
+	}
+	if after := infoField(t, c.Addr(l), "persistence", "disk_refused_writes_total"); after == before {
+		t.Fatalf("disk_refused_writes_total stayed at %s after a write refused when queued", before)
+	}
 	queued := resp.Queued.AppendProto(nil, 2)
 	aborted := resp.Err("EXECABORT Transaction discarded because of: MISCONF (text)").AppendProto(nil, 2)
 	for _, i := range []int{l, f} {

@@ -53,11 +53,11 @@ func (s *Server) overMaxmemory() bool {
 	return ok && lm.OverMaxmemory()
 }
 
-// writesRefused returns the MISCONF error a write would get now on this
-// node (a full disk), or "": for a write queued in MULTI.
-func (s *Server) writesRefused() string {
-	if w, ok := s.backend.(interface{ WritesRefused() error }); ok {
-		if err := w.WritesRefused(); err != nil {
+// queuedWriteRefused returns the MISCONF error args, a command being
+// queued in MULTI, gets now on this node (a full disk), or "".
+func (s *Server) queuedWriteRefused(args [][]byte) string {
+	if w, ok := s.backend.(interface{ QueuedWriteRefused([][]byte) error }); ok {
+		if err := w.QueuedWriteRefused(args); err != nil {
 			return errorText(err)
 		}
 	}
