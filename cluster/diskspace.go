@@ -195,6 +195,54 @@ func (n *Node) refuseWrite(cmd fsm.Command) error {
 	return err
 }
 
+// QueuedWriteRefused returns the MISCONF error for args, a command being
+// queued in MULTI, if this node leads and refuses writes for want of
+// space (its own disk, or too few voters with space) and Redis 7.0 would
+// refuse args before queueing it (EXEC then aborts), or nil. Redis refuses
+// then a command flagged write: a write command (not PUBLISH), a FUNCTION
+// subcommand that changes the libraries, and a script or function whose
+// declared flags lack no-writes; a script without a shebang and SCRIPT are
+// queued (deadbolt refuses a transaction holding one at EXEC). A follower
+// returns nil: the leader decides, at EXEC, since a follower's own full
+// disk does not stop the cluster's writes.
+func (n *Node) QueuedWriteRefused(args [][]byte) error {
+	if n.disk == nil || len(args) == 0 {
+		return nil
+	}
+	refusal := n.diskRefusal(fsm.Command{Args: [][]byte{[]byte("set")}})
+	if refusal == nil || !n.IsLeader() {
+		return nil
+	}
+	spec, ok := fsm.Lookup(args[0])
+	if !ok || spec.Flags&fsm.Write == 0 || spec.Flags&fsm.PubSub != 0 {
+		return nil
+	}
+	if spec.Flags&fsm.Scripting != 0 {
+		switch spec.Name {
+		case "function":
+			if len(args) < 2 {
+				return nil
+			}
+			switch strings.ToLower(string(args[1])) {
+			case "load", "delete", "flush", "restore":
+			default:
+				return nil
+			}
+		case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+			n.fsm.mu.Lock()
+			runs := n.state.RunsWhileWritesRefused(fsm.Command{Args: args})
+			n.fsm.mu.Unlock()
+			if runs {
+				return nil
+			}
+		default:
+			return nil // SCRIPT
+		}
+	}
+	n.disk.refused.Add(1)
+	return refusal
+}
+
 // diskRefusal returns the MISCONF error for a client write this leader
 // refuses for want of space, or nil. PUBLISH and SPUBLISH pass, as in
 // Redis (they are not write commands there), and so do the node's own

@@ -87,6 +87,21 @@ func TestSilentLeaderKeepsTheTimeout(t *testing.T) {
 	longTimeouts(t, c, long)
 	li := c.leader(-1)
 	term := c.nodes[li].raft.CurrentTerm()
+	// Every follower has heard from this leader first: one that had not
+	// (it voted for no one and no heartbeat had reached it yet) was still
+	// in term 0 when the leader was cut off (seen in CI).
+	within(t, 5*time.Second, "every follower to follow the leader in its term", func() bool {
+		for i, n := range c.nodes {
+			if i == li {
+				continue
+			}
+			addr, _ := n.raft.LeaderWithID()
+			if n.raft.State() != raft.Follower || n.raft.CurrentTerm() != term || addr != raft.ServerAddress(c.nodes[li].RaftAddr()) {
+				return false
+			}
+		}
+		return true
+	})
 	var others []string
 	for i, id := range c.ids {
 		if i != li {

@@ -280,7 +280,13 @@ func txWrites(tx [][][]byte) bool {
 
 func (c *conn) finishExec(res fsm.Result, err error) {
 	if err != nil {
-		c.reply(resp.Err(errorText(err)))
+		msg := errorText(err)
+		if strings.HasPrefix(msg, "MISCONF ") {
+			// Refused for a full disk: Redis refuses such an EXEC
+			// before it runs, as execCommandAbort words it.
+			msg = "EXECABORT Transaction discarded because of: " + msg
+		}
+		c.reply(resp.Err(msg))
 		return
 	}
 	c.db = res.DB

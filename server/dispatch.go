@@ -163,6 +163,14 @@ func (c *conn) dispatch(args [][]byte) {
 		c.reject(name, "ERR Can't execute '"+c.lastCmd+"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return
 	}
+	if c.multi != nil && spec != nil && spec.Flags&fsm.Write != 0 {
+		if msg := c.srv.queuedWriteRefused(args); msg != "" {
+			// Redis refuses a write command under MISCONF before it
+			// queues it, and EXEC then aborts.
+			c.reject(name, msg)
+			return
+		}
+	}
 	if c.multi != nil && (spec != nil || cs.flags&multiCtl == 0) {
 		c.queue(spec, cs, name, args) // multi.go
 		return

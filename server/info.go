@@ -53,6 +53,17 @@ func (s *Server) overMaxmemory() bool {
 	return ok && lm.OverMaxmemory()
 }
 
+// queuedWriteRefused returns the MISCONF error args, a command being
+// queued in MULTI, gets now on this node (a full disk), or "".
+func (s *Server) queuedWriteRefused(args [][]byte) string {
+	if w, ok := s.backend.(interface{ QueuedWriteRefused([][]byte) error }); ok {
+		if err := w.QueuedWriteRefused(args); err != nil {
+			return errorText(err)
+		}
+	}
+	return ""
+}
+
 // INFO's sections in Redis 7.0's order, and those INFO without arguments
 // (or INFO default) shows.
 var (
