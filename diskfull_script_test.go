@@ -49,6 +49,37 @@ func misconfRedis(t *testing.T, setup [][]string) string {
 	return addr
 }
 
+// fullDisksCluster starts a three-node cluster on small tmpfs mounts,
+// runs setup through its leader, fills every mount to the last byte and
+// waits until a write through every node gets MISCONF, whose text it
+// returns with the cluster and its mounts.
+func fullDisksCluster(t *testing.T, setup [][]string) (*Cluster, []string, string) {
+	t.Helper()
+	const minFree = 2 << 20
+	c, mounts := diskFullCluster(t, 3, minFree, 512<<10)
+	l := c.WaitLeader()
+	for _, cmd := range setup {
+		if r := commandOn(t, c.Addr(l), cmd...); r.Type == resp.Error {
+			t.Fatalf("deadbolt: %q: %s", cmd, r.Str)
+		}
+	}
+	for _, m := range mounts {
+		tmpfs.Fill(t, m, 0)
+	}
+	var refusal string
+	waitFor(t, 10*time.Second, "every node to refuse writes", func() bool {
+		for i := range c.Nodes {
+			r := commandOn(t, c.Addr(i), "SET", "probe", "x")
+			if r.Type != resp.Error || !strings.HasPrefix(string(r.Str), "MISCONF") {
+				return false
+			}
+			refusal = string(r.Str)
+		}
+		return true
+	})
+	return c, mounts, refusal
+}
+
 // normalMisconf replaces the text of a MISCONF error, or of a string that
 // holds one (redis.pcall's err field), up to Redis's " script: " suffix,
 // so that Redis's and deadbolt's texts compare equal and all else must
@@ -173,28 +204,7 @@ func TestDiskFullScriptsLikeRedis(t *testing.T) {
 		want3[i] = normalMisconf(commandOn3(t, redisAddr, cmd...)).AppendProto(nil, 3)
 	}
 
-	const minFree = 2 << 20
-	c, mounts := diskFullCluster(t, 3, minFree, 512<<10)
-	l := c.WaitLeader()
-	for _, cmd := range setup {
-		if r := commandOn(t, c.Addr(l), cmd...); r.Type == resp.Error {
-			t.Fatalf("deadbolt: %q: %s", cmd, r.Str)
-		}
-	}
-	for _, m := range mounts {
-		tmpfs.Fill(t, m, 0)
-	}
-	var refusal string
-	waitFor(t, 10*time.Second, "every node to refuse writes", func() bool {
-		for i := range c.Nodes {
-			r := commandOn(t, c.Addr(i), "SET", "probe", "x")
-			if r.Type != resp.Error || !strings.HasPrefix(string(r.Str), "MISCONF") {
-				return false
-			}
-			refusal = string(r.Str)
-		}
-		return true
-	})
+	c, mounts, refusal := fullDisksCluster(t, setup)
 	t.Logf("refusal: %s", refusal)
 	named := false
 	for _, m := range mounts {
@@ -203,7 +213,7 @@ func TestDiskFullScriptsLikeRedis(t *testing.T) {
 	if !named {
 		t.Fatalf("the refusal %q names no node's data directory", refusal)
 	}
-	l = c.WaitLeader()
+	l := c.WaitLeader()
 	for _, i := range []int{l, c.Followers()[0]} {
 		for j, cmd := range transcript {
 			got := commandOn(t, c.Addr(i), cmd...)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deadbolt/deadbolt/internal/tmpfs"
 	"github.com/deadbolt/deadbolt/resp"
 )
 
@@ -85,27 +84,8 @@ func TestDiskFullTransactionsLikeRedis(t *testing.T) {
 	for _, s := range sessions {
 		want = append(want, sessionOn(t, redisAddr, s...))
 	}
-	const minFree = 2 << 20
-	c, mounts := diskFullCluster(t, 3, minFree, 512<<10)
+	c, _, _ := fullDisksCluster(t, setup)
 	l := c.WaitLeader()
-	for _, cmd := range setup {
-		if r := commandOn(t, c.Addr(l), cmd...); r.Type == resp.Error {
-			t.Fatalf("deadbolt: %q: %s", cmd, r.Str)
-		}
-	}
-	for _, m := range mounts {
-		tmpfs.Fill(t, m, 0)
-	}
-	waitFor(t, 10*time.Second, "every node to refuse writes", func() bool {
-		for i := range c.Nodes {
-			r := commandOn(t, c.Addr(i), "SET", "probe", "x")
-			if r.Type != resp.Error || !strings.HasPrefix(string(r.Str), "MISCONF") {
-				return false
-			}
-		}
-		return true
-	})
-	l = c.WaitLeader()
 	f := c.Followers()[0]
 	// A write refused when queued is counted as the refusal of a write.
 	before := infoField(t, c.Addr(l), "persistence", "disk_refused_writes_total")
