@@ -69,9 +69,12 @@ func (v *Value) zset() *ZSet    { z, _ := v.agg.(*ZSet); return z }
 // collection at GOMAXPROCS=1 in 81–88 ms instead of 88–94). The value's
 // slice is capped at its length, so APPEND reallocates it; only the bit
 // commands write into a string's bytes in place, within its length
-// (cmd_bit.go). A value replaced later leaves its old bytes, at most
-// sharedNameMax of them, behind the name for as long as something holds
-// the name: the key, its expiry entry, a WATCH tombstone (at most 65,536).
+// (cmd_bit.go). A value replaced later in place (INCR, APPEND, SETRANGE,
+// a SETBIT that copies) makes the key three objects again and leaves its
+// old bytes, at most sharedNameMax of them, behind the name for as long as
+// something holds the name: the key, its expiry entry, a WATCH tombstone
+// (at most 65,536), the scan index, a walk in progress. A snapshot's
+// restore lays keys out the same way.
 func (v *Value) takeName(key []byte) string {
 	if v.Kind != KindString || len(v.Str) > sharedNameMax {
 		return string(key)
