@@ -57,8 +57,14 @@ func strReply(b []byte) resp.Reply {
 	return resp.BulkReply(b[:len(b):len(b)])
 }
 
-// newString returns a new string value holding a copy of b.
+// newString returns a new string value holding b, for Ctx.put: a value of
+// up to sharedNameMax bytes is copied there, into its name's allocation
+// (Value.takeName), and a longer one here, so that b (a request's
+// argument) is never kept and is copied once.
 func newString(b []byte) *Value {
+	if len(b) <= sharedNameMax {
+		return &Value{Kind: KindString, Str: b}
+	}
 	return &Value{Kind: KindString, Str: append([]byte{}, b...)}
 }
 

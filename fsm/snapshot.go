@@ -388,7 +388,7 @@ func (f *FSM) Restore(r io.Reader) error {
 		// must not make the table take gigabytes.
 		ks.keys.reserve(min(c, 1<<22))
 		for i := 0; i < c && d.err == nil; i++ {
-			key := string(d.bytes())
+			keyBytes := d.bytes()
 			kind, err := d.r.ReadByte()
 			if err != nil {
 				d.fail(fmt.Errorf("%w: %v", ErrSnapshotFormat, err))
@@ -418,10 +418,10 @@ func (f *FSM) Restore(r io.Reader) error {
 			n.enc.settleEncoding(v)
 			v.Deadline = deadline
 			v.Version = ver
-			v.name = key
+			v.name = v.takeName(keyBytes) // as put does
 			ks.keys.set(v)
 			if deadline != 0 {
-				n.expires.add(int(db-1), key, deadline)
+				n.expires.add(int(db-1), v.name, deadline)
 			}
 		}
 	}
