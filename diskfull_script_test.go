@@ -105,23 +105,32 @@ func normalMisconf(r resp.Reply) resp.Reply {
 // returns the command's reply, read as RESP3.
 func commandOn3(t *testing.T, addr string, args ...string) resp.Reply {
 	t.Helper()
+	return sessionOn(t, addr, []string{"HELLO", "3"}, args)[1]
+}
+
+// sessionOn runs cmds on one connection, one at a time, and returns
+// their replies.
+func sessionOn(t *testing.T, addr string, cmds ...[]string) []resp.Reply {
+	t.Helper()
 	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
 	nc.SetDeadline(time.Now().Add(60 * time.Second))
-	if _, err := nc.Write(pipelineRequest([][]string{{"HELLO", "3"}, args})); err != nil {
-		t.Fatal(err)
-	}
 	rd := bufio.NewReader(nc)
-	var r resp.Reply
-	for i := 0; i < 2; i++ {
-		if r, err = resp.ReadReply(rd, 1<<30); err != nil {
+	var out []resp.Reply
+	for _, c := range cmds {
+		if _, err := nc.Write(pipelineRequest([][]string{c})); err != nil {
 			t.Fatal(err)
 		}
+		r, err := resp.ReadReply(rd, 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
 	}
-	return r
+	return out
 }
 
 // TestDiskFullScriptsLikeRedis fills the data file systems of a
