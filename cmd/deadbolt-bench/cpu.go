@@ -15,28 +15,39 @@ const clockTick = 10 * time.Millisecond
 // procCPU is the summed user plus system CPU time of the processes, from
 // /proc/<pid>/stat.
 func procCPU(pids []int) (time.Duration, error) {
+	each, err := procCPUEach(pids)
 	var total time.Duration
-	for _, pid := range pids {
+	for _, d := range each {
+		total += d
+	}
+	return total, err
+}
+
+// procCPUEach is each process's user plus system CPU time, in the order
+// of pids.
+func procCPUEach(pids []int) ([]time.Duration, error) {
+	each := make([]time.Duration, len(pids))
+	for i, pid := range pids {
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		// Fields after the command name, which is in parentheses and
 		// may contain spaces: state is field 3, utime 14, stime 15.
 		_, rest, ok := strings.Cut(string(b), ") ")
 		f := strings.Fields(rest)
 		if !ok || len(f) < 13 {
-			return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+			return nil, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 		}
 		for _, s := range f[11:13] {
 			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+				return nil, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 			}
-			total += time.Duration(n) * clockTick
+			each[i] += time.Duration(n) * clockTick
 		}
 	}
-	return total, nil
+	return each, nil
 }
 
 // machineCPU returns the machine's busy and total CPU time in ticks, from
@@ -68,18 +79,28 @@ func machineCPU() (busy, total int64, err error) {
 }
 
 // measureCPU drives the workers and fills cpu/op from the target's
-// processes' CPU time.
+// processes' CPU time, and busiest/op from the one that spent the most.
 func measureCPU(ctx context.Context, t target, clients int, cfg config, worker func(int) (pairFunc, func(), error)) (cell, error) {
-	var cpu0, cpu1 time.Duration
+	var cpu0, cpu1 []time.Duration
 	var err0, err1 error
 	c, err := drive(ctx, clients, cfg, worker,
-		func() { cpu0, err0 = procCPU(t.pids) },
-		func() { cpu1, err1 = procCPU(t.pids) })
+		func() { cpu0, err0 = procCPUEach(t.pids) },
+		func() { cpu1, err1 = procCPUEach(t.pids) })
 	if err != nil {
 		return cell{}, err
 	}
-	if len(t.pids) > 0 && err0 == nil && err1 == nil && cpu1 > cpu0 {
-		c.cpuPerOp = (cpu1 - cpu0) / time.Duration(c.ops)
+	if len(t.pids) == 0 || err0 != nil || err1 != nil || c.ops == 0 {
+		return c, nil
+	}
+	var total, busiest time.Duration
+	for i := range cpu1 {
+		d := cpu1[i] - cpu0[i]
+		total += d
+		busiest = max(busiest, d)
+	}
+	if total > 0 {
+		c.cpuPerOp = total / time.Duration(c.ops)
+		c.busiestPerOp = busiest / time.Duration(c.ops)
 	}
 	return c, nil
 }

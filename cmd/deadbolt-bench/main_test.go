@@ -110,15 +110,16 @@ func TestReportCluster(t *testing.T) {
 	cfg := config{clients: []int{64}, runs: 1}
 	targets := []target{{name: nameDeadbolt}, {name: nameRedisAOF}, {name: nameEtcd}}
 	results := map[int]map[string][]cell{64: {
-		nameDeadbolt: {{opsPerSec: 6000, p99Lock: 4 * time.Millisecond, cpuPerOp: 41 * time.Microsecond, genPerOp: 29 * time.Microsecond}},
-		nameRedisAOF: {{opsPerSec: 10000}},
+		nameDeadbolt: {{opsPerSec: 6000, p99Lock: 4 * time.Millisecond, cpuPerOp: 41 * time.Microsecond, busiestPerOp: 23 * time.Microsecond, genPerOp: 29 * time.Microsecond}},
+		nameRedisAOF: {{opsPerSec: 10000, p99Lock: 3 * time.Millisecond}},
 		nameEtcd:     {{opsPerSec: 1000}},
 	}}
 	var out bytes.Buffer
 	if err := reportCluster(&out, cfg, targets, results); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"6.00× met", "0.60× met", "4000µs met", "gen cpu/op", "41µs        29µs"} {
+	for _, want := range []string{"6.00× met", "0.60× met", "4000µs met", "gen cpu/op", "41µs        23µs        29µs",
+		"ops/s ≥ 1.0 × redis-aof-always: 0.60× NOT met; ops/s ≥ 8 × etcd: 6.00× NOT met; p99 acquire ≤ redis-aof-always's: 4000µs against 3000µs NOT met"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in:\n%s", want, out.String())
 		}

@@ -37,6 +37,11 @@ type cell struct {
 	p50, p99  time.Duration // of the whole lock+unlock pair
 	p99Lock   time.Duration // of the lock (acquire) call alone
 	cpuPerOp  time.Duration // server CPU time per pair; 0 if unknown
+	// busiestPerOp is the CPU time per pair of the one server process
+	// that spent the most (a cluster's leader; for a single process, as
+	// cpuPerOp): what bounds the rate once each member has a machine of
+	// its own. 0 if unknown.
+	busiestPerOp time.Duration
 	// genPerOp is the load generator's (this process's) CPU time per
 	// pair, the same clients for every system: what the servers compete
 	// with for the machine's cores. With an in-process server it includes
@@ -71,13 +76,14 @@ func median(cells []cell) cell {
 		return time.Duration(pick(func(c cell) float64 { return float64(f(c)) }))
 	}
 	return cell{
-		opsPerSec: pick(func(c cell) float64 { return c.opsPerSec }),
-		p50:       dur(func(c cell) time.Duration { return c.p50 }),
-		p99:       dur(func(c cell) time.Duration { return c.p99 }),
-		p99Lock:   dur(func(c cell) time.Duration { return c.p99Lock }),
-		cpuPerOp:  dur(func(c cell) time.Duration { return c.cpuPerOp }),
-		genPerOp:  dur(func(c cell) time.Duration { return c.genPerOp }),
-		failed:    int(pick(func(c cell) float64 { return float64(c.failed) })),
+		opsPerSec:    pick(func(c cell) float64 { return c.opsPerSec }),
+		p50:          dur(func(c cell) time.Duration { return c.p50 }),
+		p99:          dur(func(c cell) time.Duration { return c.p99 }),
+		p99Lock:      dur(func(c cell) time.Duration { return c.p99Lock }),
+		cpuPerOp:     dur(func(c cell) time.Duration { return c.cpuPerOp }),
+		busiestPerOp: dur(func(c cell) time.Duration { return c.busiestPerOp }),
+		genPerOp:     dur(func(c cell) time.Duration { return c.genPerOp }),
+		failed:       int(pick(func(c cell) float64 { return float64(c.failed) })),
 	}
 }
 
@@ -162,6 +168,7 @@ func measure(ctx context.Context, t target, clients int, cfg config) (cell, erro
 	}
 	if !t.inProcess && cpuErr == nil && cpu1 > cpu0 {
 		c.cpuPerOp = (cpu1 - cpu0) / time.Duration(c.ops)
+		c.busiestPerOp = c.cpuPerOp
 	}
 	return c, nil
 }
