@@ -189,11 +189,11 @@ func (f *FSM) loadLibrary(code []byte, replace bool, others map[string]*library)
 		return "", r
 	}
 	for _, fn := range fns {
-		owner, ok := f.functions[fn.Name]
+		owner, ok := f.functions[funcKey(fn.Name)]
 		if !ok && others != nil {
 			for _, o := range others {
 				for _, ofn := range o.functions {
-					if ofn.Name == fn.Name && o.name != name {
+					if strings.EqualFold(ofn.Name, fn.Name) && o.name != name {
 						owner, ok = o.name, true
 					}
 				}
@@ -211,7 +211,7 @@ func (f *FSM) loadLibrary(code []byte, replace bool, others map[string]*library)
 	}
 	f.libraries[name] = lib
 	for _, fn := range fns {
-		f.functions[fn.Name] = name
+		f.functions[funcKey(fn.Name)] = name
 	}
 	return name, resp.NilReply
 }
@@ -223,7 +223,7 @@ func (f *FSM) dropLibrary(name string) {
 		return
 	}
 	for _, fn := range lib.functions {
-		delete(f.functions, fn.Name)
+		delete(f.functions, funcKey(fn.Name))
 	}
 	delete(f.libraries, name)
 	f.lua.DropLibrary(name)
@@ -294,18 +294,52 @@ func functionList(c *Ctx, args [][]byte) resp.Reply {
 	return resp.ArrayReply(out...)
 }
 
-// functionMeta returns the registered function of that name.
-func (f *FSM) functionMeta(name string) (FunctionMeta, bool) {
-	libName, ok := f.functions[name]
+// Function names are case-insensitive in Redis 7.0 (functions.c's
+// functionDictType compares with strcasecmp): FCALL finds 'Take' as
+// 'take', and a library may not register 'TAKE' while another holds
+// 'take'. f.functions is keyed by the lower-case name (names are ASCII
+// letters, digits and '_': ParseLibraryMeta and register_function check).
+// Within one library Redis keeps names that differ only in case, and its
+// FCALL finds the first registered; so does functionMeta.
+
+// funcKey is a function name's key in f.functions.
+func funcKey(name string) string { return strings.ToLower(name) }
+
+// functionMeta returns the registered function of that name, compared
+// without case.
+func (f *FSM) functionMeta(name []byte) (FunctionMeta, bool) {
+	fn, _, ok := f.lookupFunction(name)
+	return fn, ok
+}
+
+// lookupFunction returns the registered function of that name, compared
+// without case, and its library's name.
+func (f *FSM) lookupFunction(name []byte) (FunctionMeta, string, bool) {
+	var libName string
+	var ok bool
+	if hasUpper(name) {
+		libName, ok = f.functions[funcKey(string(name))]
+	} else {
+		libName, ok = f.functions[string(name)] // no copy
+	}
 	if !ok {
-		return FunctionMeta{}, false
+		return FunctionMeta{}, "", false
 	}
 	for _, fn := range f.libraries[libName].functions {
-		if fn.Name == name {
-			return fn, true
+		if strings.EqualFold(fn.Name, string(name)) {
+			return fn, libName, true
 		}
 	}
-	return FunctionMeta{}, false
+	return FunctionMeta{}, "", false
+}
+
+func hasUpper(b []byte) bool {
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
 }
 
 // cmdFcall is FCALL and FCALL_RO function numkeys key... arg....
@@ -324,11 +358,10 @@ func cmdFcall(c *Ctx, args [][]byte) resp.Reply {
 	if c.f.lua == nil {
 		return resp.Err("ERR scripting is not available")
 	}
-	meta, ok := c.f.functionMeta(string(args[1]))
+	meta, libName, ok := c.f.lookupFunction(args[1])
 	if !ok {
 		return resp.Err("ERR Function not found")
 	}
-	libName := c.f.functions[meta.Name]
 	lib := c.f.libraries[libName]
 	if roCmd && !meta.noWrites() {
 		return resp.Err("ERR Can not execute a script with write flag using *_ro command.")

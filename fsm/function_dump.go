@@ -222,7 +222,7 @@ func functionRestore(c *Ctx, args [][]byte) resp.Reply {
 	}
 	for _, lib := range scratch.sortedLibraries() {
 		for _, fn := range lib.functions {
-			if owner, ok := c.f.functions[fn.Name]; ok && owner != lib.name && !(policy == "replace" && incoming[owner] != nil) {
+			if owner, ok := c.f.functions[funcKey(fn.Name)]; ok && owner != lib.name && !(policy == "replace" && incoming[owner] != nil) {
 				c.f.reloadKept()
 				return resp.Err("ERR Function " + fn.Name + " already exists")
 			}
@@ -235,7 +235,7 @@ func functionRestore(c *Ctx, args [][]byte) resp.Reply {
 		}
 		c.f.libraries[lib.name] = lib
 		for _, fn := range lib.functions {
-			c.f.functions[fn.Name] = lib.name
+			c.f.functions[funcKey(fn.Name)] = lib.name
 		}
 	}
 	c.f.lua.DropLibrary("") // loaded again by the calls that need them

@@ -287,16 +287,8 @@ func (c *Ctx) deniedOnOOM(spec *Spec, args [][]byte) bool {
 			s, ok := c.f.script(args[1])
 			return ok && scriptDeniesOOM(s.body)
 		case "fcall", "fcall_ro":
-			lib, ok := c.f.functions[string(args[1])]
-			if !ok {
-				return false
-			}
-			for _, fn := range c.f.libraries[lib].functions {
-				if fn.Name == string(args[1]) {
-					return !slices.Contains(fn.Flags, "allow-oom") && !fn.noWrites()
-				}
-			}
-			return false
+			fn, ok := c.f.functionMeta(args[1])
+			return ok && !slices.Contains(fn.Flags, "allow-oom") && !fn.noWrites()
 		}
 	}
 	return hasFlag(acl.LookupArgs(args), "denyoom")

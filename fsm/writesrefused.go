@@ -49,7 +49,7 @@ func (f *FSM) RunsWhileWritesRefused(cmd Command) bool {
 		// A no-writes function runs here outside the log, in a fresh copy
 		// of its library (cmdFcall, luaexec's CallFunctionApart), so it
 		// cannot change the library's kept closures on this node only.
-		meta, ok := f.functionMeta(string(args[1]))
+		meta, ok := f.functionMeta(args[1])
 		return !ok || meta.noWrites()
 	case "script":
 		// SCRIPT LOAD of a script already cached changes nothing (Redis
