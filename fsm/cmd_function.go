@@ -166,7 +166,7 @@ func functionLoad(c *Ctx, args [][]byte) resp.Reply {
 	if len(args) == 1 {
 		code = args[0]
 	}
-	name, r := c.f.loadLibrary(code, replace, nil)
+	name, r := c.f.loadLibrary(code, replace, false)
 	if r.IsError() {
 		return r
 	}
@@ -175,8 +175,12 @@ func functionLoad(c *Ctx, args [][]byte) resp.Reply {
 }
 
 // loadLibrary checks and loads a library and, when it loads, keeps it.
-// others, when set, holds the libraries a RESTORE brings with it.
-func (f *FSM) loadLibrary(code []byte, replace bool, others map[string]*library) (string, resp.Reply) {
+// restoring is set for a library of a snapshot: one written by a build
+// that compared function names with case (before 2026-11-26) may hold
+// 'Abc' in one library and 'aBC' in another, and must still restore (a
+// node that refused it would not start); the first library keeps the
+// name for FCALL (see functionClash).
+func (f *FSM) loadLibrary(code []byte, replace, restoring bool) (string, resp.Reply) {
 	name, msg := f.lua.ParseLibraryMeta(code)
 	if msg != "" {
 		return "", resp.Err(msg)
@@ -189,18 +193,11 @@ func (f *FSM) loadLibrary(code []byte, replace bool, others map[string]*library)
 		return "", r
 	}
 	for _, fn := range fns {
-		owner, ok := f.functions[funcKey(fn.Name)]
-		if !ok && others != nil {
-			for _, o := range others {
-				for _, ofn := range o.functions {
-					if strings.EqualFold(ofn.Name, fn.Name) && o.name != name {
-						owner, ok = o.name, true
-					}
-				}
+		if owner, ok := f.functions[funcKey(fn.Name)]; ok && owner != name {
+			if !restoring {
+				return "", resp.Err("ERR Function " + fn.Name + " already exists")
 			}
-		}
-		if ok && owner != name {
-			return "", resp.Err("ERR Function " + fn.Name + " already exists")
+			f.functionClash = true
 		}
 	}
 	f.dropLibrary(name)
@@ -211,7 +208,9 @@ func (f *FSM) loadLibrary(code []byte, replace bool, others map[string]*library)
 	}
 	f.libraries[name] = lib
 	for _, fn := range fns {
-		f.functions[funcKey(fn.Name)] = name
+		if k := funcKey(fn.Name); f.functions[k] == "" {
+			f.functions[k] = name
+		}
 	}
 	return name, resp.NilReply
 }
@@ -222,11 +221,26 @@ func (f *FSM) dropLibrary(name string) {
 	if lib == nil {
 		return
 	}
+	var freed []string
 	for _, fn := range lib.functions {
-		delete(f.functions, funcKey(fn.Name))
+		if k := funcKey(fn.Name); f.functions[k] == name {
+			delete(f.functions, k)
+			freed = append(freed, k)
+		}
 	}
 	delete(f.libraries, name)
 	f.lua.DropLibrary(name)
+	if f.functionClash {
+		// another library may hold a freed name in another case: it
+		// takes it, the first in name order (the same on every node)
+		for _, k := range freed {
+			for _, o := range f.sortedLibraries() {
+				if f.functions[k] == "" && slices.ContainsFunc(o.functions, func(m FunctionMeta) bool { return funcKey(m.Name) == k }) {
+					f.functions[k] = o.name
+				}
+			}
+		}
+	}
 }
 
 func (f *FSM) sortedLibraries() []*library {

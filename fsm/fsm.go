@@ -142,10 +142,14 @@ type FSM struct {
 	// of each function (cmd_function.go); nil while there are none.
 	libraries map[string]*library
 	functions map[string]string
-	notify    int      // notify-keyspace-events' classes
-	applyCtx  Ctx      // reused by Apply (one at a time), so it allocates none
-	calls     uint64   // commands run (applied, read, from scripts); cmd_bit.go's bitOwner uses it
-	bitOwner  bitOwner // the string the bit commands may change in place (cmd_bit.go)
+	// functionClash: a snapshot restored libraries holding names that
+	// differ only in case (loadLibrary): dropping a library then looks for
+	// another that holds a name it frees.
+	functionClash bool
+	notify        int      // notify-keyspace-events' classes
+	applyCtx      Ctx      // reused by Apply (one at a time), so it allocates none
+	calls         uint64   // commands run (applied, read, from scripts); cmd_bit.go's bitOwner uses it
+	bitOwner      bitOwner // the string the bit commands may change in place (cmd_bit.go)
 	// lockStats counts lock events as they are applied (locks.go): this
 	// node's observations, not state; a restore keeps them.
 	lockStats lockStats

@@ -1,6 +1,9 @@
 package fsm
 
-import "testing"
+import (
+	"bytes"
+	"testing"
+)
 
 // Function names are case-insensitive in Redis 7.0 (functions.c's
 // functionDictType): FCALL and FCALL_RO find a function under any case,
@@ -36,4 +39,41 @@ func TestFunctionCaseTranscript(t *testing.T) { ctTranscript(t, functionCaseTran
 
 func TestFunctionCaseTranscriptAgainstRedis(t *testing.T) {
 	ctTranscriptAgainstRedis(t, functionCaseTranscript)
+}
+
+// A snapshot written by a build that compared function names with case
+// may hold 'Abc' in one library and 'aBC' in another; it restores (a node
+// that refused it would not start), FCALL finds the first library's, and
+// dropping that library hands the name to the other.
+func TestFunctionCaseClashInSnapshot(t *testing.T) {
+	f := New(Options{})
+	defer f.Close()
+	if r := f.Apply(1000, Command{Args: ctSplit(`FUNCTION LOAD "#!lua name=c\nredis.register_function('aBC', function() return 'c' end)"`)}).Reply; r.String() != "c" {
+		t.Fatalf("FUNCTION LOAD c: %q", r.AppendProto(nil, 2))
+	}
+	// what the older build let in: the second library beside the first
+	if _, r := f.loadLibrary([]byte("#!lua name=b\nredis.register_function('Abc', function() return 'b' end)"), false, true); r.IsError() {
+		t.Fatalf("load b: %s", r.String())
+	}
+	var buf bytes.Buffer
+	if err := f.Snapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	g := New(Options{})
+	defer g.Close()
+	if err := g.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatalf("restoring libraries whose names clash in case: %v", err)
+	}
+	for _, s := range []ctStep{
+		{`FCALL abc 0`, `"b"`}, // b restores first (libraries in name order)
+		{`FCALL aBC 0`, `"b"`},
+		{`FUNCTION DELETE b`, `+OK`},
+		{`FCALL abc 0`, `"c"`},
+		{`FUNCTION DELETE c`, `+OK`},
+		{`FCALL abc 0`, `-ERR Function not found`},
+	} {
+		if got := ctFormat(g.Apply(2000, Command{Args: ctSplit(s.cmd)}).Reply); got != s.want {
+			t.Errorf("%s\n got %s\nwant %s", s.cmd, got, s.want)
+		}
+	}
 }

@@ -203,7 +203,7 @@ func functionRestore(c *Ctx, args [][]byte) resp.Reply {
 	scratch := &FSM{lua: c.f.lua}
 	incoming := map[string]*library{}
 	for _, code := range codes {
-		name, r := scratch.loadLibrary(code, false, nil)
+		name, r := scratch.loadLibrary(code, false, false)
 		if r.IsError() {
 			c.f.reloadKept()
 			return r
