@@ -81,7 +81,7 @@ func cmdFunction(c *Ctx, args [][]byte) resp.Reply {
 			return resp.Err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
 		}
 		c.mustWrite()
-		c.f.libraries, c.f.functions = nil, nil
+		c.f.clearLibraries()
 		c.f.lua.DropLibrary("")
 		return resp.OK
 	case "list":
@@ -166,81 +166,12 @@ func functionLoad(c *Ctx, args [][]byte) resp.Reply {
 	if len(args) == 1 {
 		code = args[0]
 	}
-	name, r := c.f.loadLibrary(code, replace, false)
+	name, r := c.f.loadLibrary(code, replace, c.foldNames)
 	if r.IsError() {
 		return r
 	}
 	c.mustWrite()
 	return resp.BulkString(name)
-}
-
-// loadLibrary checks and loads a library and, when it loads, keeps it.
-// restoring is set for a library of a snapshot: one written by a build
-// that compared function names with case (before 2026-11-26) may hold
-// 'Abc' in one library and 'aBC' in another, and must still restore (a
-// node that refused it would not start); the first library keeps the
-// name for FCALL (see functionClash).
-func (f *FSM) loadLibrary(code []byte, replace, restoring bool) (string, resp.Reply) {
-	name, msg := f.lua.ParseLibraryMeta(code)
-	if msg != "" {
-		return "", resp.Err(msg)
-	}
-	if !replace && f.libraries[name] != nil {
-		return "", resp.Err("ERR Library '" + name + "' already exists")
-	}
-	fns, r := f.lua.LoadLibrary(name, code)
-	if r.IsError() {
-		return "", r
-	}
-	for _, fn := range fns {
-		if owner, ok := f.functions[funcKey(fn.Name)]; ok && owner != name {
-			if !restoring {
-				return "", resp.Err("ERR Function " + fn.Name + " already exists")
-			}
-			f.functionClash = true
-		}
-	}
-	f.dropLibrary(name)
-	f.lua.KeepLibrary(name)
-	lib := &library{name: name, code: append([]byte(nil), code...), functions: fns}
-	if f.libraries == nil {
-		f.libraries, f.functions = map[string]*library{}, map[string]string{}
-	}
-	f.libraries[name] = lib
-	for _, fn := range fns {
-		if k := funcKey(fn.Name); f.functions[k] == "" {
-			f.functions[k] = name
-		}
-	}
-	return name, resp.NilReply
-}
-
-// dropLibrary forgets a library and its functions.
-func (f *FSM) dropLibrary(name string) {
-	lib := f.libraries[name]
-	if lib == nil {
-		return
-	}
-	var freed []string
-	for _, fn := range lib.functions {
-		if k := funcKey(fn.Name); f.functions[k] == name {
-			delete(f.functions, k)
-			freed = append(freed, k)
-		}
-	}
-	delete(f.libraries, name)
-	f.lua.DropLibrary(name)
-	if f.functionClash {
-		// another library may hold a freed name in another case: it
-		// takes it, the first in name order (the same on every node)
-		for _, k := range freed {
-			for _, o := range f.sortedLibraries() {
-				if f.functions[k] == "" && slices.ContainsFunc(o.functions, func(m FunctionMeta) bool { return funcKey(m.Name) == k }) {
-					f.functions[k] = o.name
-				}
-			}
-		}
-	}
 }
 
 func (f *FSM) sortedLibraries() []*library {
@@ -308,54 +239,6 @@ func functionList(c *Ctx, args [][]byte) resp.Reply {
 	return resp.ArrayReply(out...)
 }
 
-// Function names are case-insensitive in Redis 7.0 (functions.c's
-// functionDictType compares with strcasecmp): FCALL finds 'Take' as
-// 'take', and a library may not register 'TAKE' while another holds
-// 'take'. f.functions is keyed by the lower-case name (names are ASCII
-// letters, digits and '_': ParseLibraryMeta and register_function check).
-// Within one library Redis keeps names that differ only in case, and its
-// FCALL finds the first registered; so does functionMeta.
-
-// funcKey is a function name's key in f.functions.
-func funcKey(name string) string { return strings.ToLower(name) }
-
-// functionMeta returns the registered function of that name, compared
-// without case.
-func (f *FSM) functionMeta(name []byte) (FunctionMeta, bool) {
-	fn, _, ok := f.lookupFunction(name)
-	return fn, ok
-}
-
-// lookupFunction returns the registered function of that name, compared
-// without case, and its library's name.
-func (f *FSM) lookupFunction(name []byte) (FunctionMeta, string, bool) {
-	var libName string
-	var ok bool
-	if hasUpper(name) {
-		libName, ok = f.functions[funcKey(string(name))]
-	} else {
-		libName, ok = f.functions[string(name)] // no copy
-	}
-	if !ok {
-		return FunctionMeta{}, "", false
-	}
-	for _, fn := range f.libraries[libName].functions {
-		if strings.EqualFold(fn.Name, string(name)) {
-			return fn, libName, true
-		}
-	}
-	return FunctionMeta{}, "", false
-}
-
-func hasUpper(b []byte) bool {
-	for _, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			return true
-		}
-	}
-	return false
-}
-
 // cmdFcall is FCALL and FCALL_RO function numkeys key... arg....
 func cmdFcall(c *Ctx, args [][]byte) resp.Reply {
 	roCmd := optEq(args[0], "fcall_ro")
@@ -372,7 +255,7 @@ func cmdFcall(c *Ctx, args [][]byte) resp.Reply {
 	if c.f.lua == nil {
 		return resp.Err("ERR scripting is not available")
 	}
-	meta, libName, ok := c.f.lookupFunction(args[1])
+	meta, libName, ok := c.f.lookupFunction(args[1], c.foldNames)
 	if !ok {
 		return resp.Err("ERR Function not found")
 	}

@@ -1,8 +1,9 @@
 package fsm
 
 import (
-	"bytes"
 	"testing"
+
+	"github.com/deadbolt/deadbolt/resp"
 )
 
 // Function names are case-insensitive in Redis 7.0 (functions.c's
@@ -11,7 +12,9 @@ import (
 // case. Before, deadbolt answered "Function not found" for 'FCALL abc' of
 // 'Abc' and loaded 'aBC' beside it. (Two names differing only in case in
 // one library are left out: redis-server 7.0.15 aborts on FUNCTION
-// DELETE of such a library.)
+// DELETE of such a library.) The rule is the command's: these run with
+// Command.FoldFunctionNames, as the leader writes them (cluster's envelope
+// version 4); functionExactTranscript is the same without it.
 var functionCaseTranscript = []ctStep{
 	{`FUNCTION FLUSH`, `+OK`},
 	{`FUNCTION LOAD "#!lua name=b\nredis.register_function('Abc', function() return 'b' end)"`, `"b"`},
@@ -35,45 +38,53 @@ var functionCaseTranscript = []ctStep{
 	{`FCALL abc 0`, `-ERR Function not found`},
 }
 
-func TestFunctionCaseTranscript(t *testing.T) { ctTranscript(t, functionCaseTranscript) }
-
-func TestFunctionCaseTranscriptAgainstRedis(t *testing.T) {
-	ctTranscriptAgainstRedis(t, functionCaseTranscript)
+// applyFold applies a transcript command under the folding rule.
+func applyFold(f *FSM, cmd string) resp.Reply {
+	return f.Apply(1000, Command{Args: ctSplit(cmd), FoldFunctionNames: true}).Reply
 }
 
-// A snapshot written by a build that compared function names with case
-// may hold 'Abc' in one library and 'aBC' in another; it restores (a node
-// that refused it would not start), FCALL finds the first library's, and
-// dropping that library hands the name to the other.
-func TestFunctionCaseClashInSnapshot(t *testing.T) {
+func TestFunctionCaseTranscript(t *testing.T) {
 	f := New(Options{})
 	defer f.Close()
-	if r := f.Apply(1000, Command{Args: ctSplit(`FUNCTION LOAD "#!lua name=c\nredis.register_function('aBC', function() return 'c' end)"`)}).Reply; r.String() != "c" {
-		t.Fatalf("FUNCTION LOAD c: %q", r.AppendProto(nil, 2))
-	}
-	// what the older build let in: the second library beside the first
-	if _, r := f.loadLibrary([]byte("#!lua name=b\nredis.register_function('Abc', function() return 'b' end)"), false, true); r.IsError() {
-		t.Fatalf("load b: %s", r.String())
-	}
-	var buf bytes.Buffer
-	if err := f.Snapshot(&buf); err != nil {
-		t.Fatal(err)
-	}
-	g := New(Options{})
-	defer g.Close()
-	if err := g.Restore(bytes.NewReader(buf.Bytes())); err != nil {
-		t.Fatalf("restoring libraries whose names clash in case: %v", err)
-	}
-	for _, s := range []ctStep{
-		{`FCALL abc 0`, `"b"`}, // b restores first (libraries in name order)
-		{`FCALL aBC 0`, `"b"`},
-		{`FUNCTION DELETE b`, `+OK`},
-		{`FCALL abc 0`, `"c"`},
-		{`FUNCTION DELETE c`, `+OK`},
-		{`FCALL abc 0`, `-ERR Function not found`},
-	} {
-		if got := ctFormat(g.Apply(2000, Command{Args: ctSplit(s.cmd)}).Reply); got != s.want {
+	for _, s := range functionCaseTranscript {
+		if got := ctFormat(applyFold(f, s.cmd)); got != s.want {
 			t.Errorf("%s\n got %s\nwant %s", s.cmd, got, s.want)
 		}
 	}
 }
+
+// The transcript beside redis-server 7.0.15: its replies are the recorded
+// ones, and so are the state machine's under the folding rule.
+func TestFunctionCaseTranscriptAgainstRedis(t *testing.T) {
+	rc := ctDialRedis(t)
+	rc.do(t, ctSplit("FLUSHALL"))
+	f := New(Options{})
+	defer f.Close()
+	for _, s := range functionCaseTranscript {
+		if got := ctFormat(rc.do(t, ctSplit(s.cmd))); got != s.want {
+			t.Errorf("redis-server: %s\n got %s\nwant %s", s.cmd, got, s.want)
+		}
+		if got := ctFormat(applyFold(f, s.cmd)); got != s.want {
+			t.Errorf("deadbolt: %s\n got %s\nwant %s", s.cmd, got, s.want)
+		}
+	}
+}
+
+// functionExactTranscript: commands without FoldFunctionNames (log entries
+// written before the rule, or with --preserve-downgrade) compare function
+// names with case, reply for reply as the build before the rule (this
+// transcript passes unchanged on commit cce4561).
+var functionExactTranscript = []ctStep{
+	{`FUNCTION LOAD "#!lua name=c\nredis.register_function('aBC', function() return 'c' end)"`, `"c"`},
+	{`FUNCTION LOAD "#!lua name=b\nredis.register_function('Abc', function() return 'b' end)"`, `"b"`},
+	{`FCALL abc 0`, `-ERR Function not found`},
+	{`FCALL Abc 0`, `"b"`},
+	{`FCALL aBC 0`, `"c"`},
+	{`FCALL_RO ABC 0`, `-ERR Function not found`},
+	{`FUNCTION LOAD REPLACE "#!lua name=b\nredis.register_function('aBC', function() return 'b2' end)"`, `-ERR Function aBC already exists`},
+	{`FUNCTION LOAD REPLACE "#!lua name=b\nredis.register_function('ABC', function() return 'b2' end)"`, `"b"`},
+	{`FCALL ABC 0`, `"b2"`},
+	{`FUNCTION STATS`, `*4["running_script", $-1, "engines", *2["LUA", *4["libraries_count", :2, "functions_count", :2]]]`},
+}
+
+func TestFunctionExactTranscript(t *testing.T) { ctTranscript(t, functionExactTranscript) }

@@ -1,0 +1,197 @@
+package fsm
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/deadbolt/deadbolt/resp"
+)
+
+// Function names, exact and folded. Redis 7.0 looks function names up
+// without case (functions.c's functions dictionary compares with
+// strcasecmp): FCALL abc calls 'Abc', and a library may not register
+// 'aBC' while another holds 'Abc'. deadbolt compared them with case until
+// 2026-11-27, and the log still holds entries written so: applied again
+// (a restart replays the log; an older member applies the same entries),
+// each must do what it did when it was written. So the rule is part of
+// the entry: Command.FoldFunctionNames, set by the leader on what it
+// writes under the new rule (cluster's envelope version 4), decides for
+// FCALL, FCALL_RO, FUNCTION LOAD and FUNCTION RESTORE; without it they
+// compare with case, as before.
+//
+// The registry keeps both indexes: f.functions by exact name (the old
+// rule's), f.folded by lower-case name (names are ASCII letters, digits
+// and '_': ParseLibraryMeta and register_function check). Entries of the
+// old rule may have left 'Abc' in library b and 'aBC' in library c; the
+// folded index then names the first of them in library name order, a
+// choice made from the set of libraries alone, so a node that replayed the
+// log and one restored from a snapshot (which loads libraries in name
+// order) agree. Dropping that library hands the name to the next.
+//
+// A folded lookup takes an exact match first (the function a caller of
+// the exact name reached before the rule), then the folded index's
+// library, and in it the first function registered under that name in
+// any case.
+
+// funcKey is a function name's key in f.folded.
+func funcKey(name string) string { return strings.ToLower(name) }
+
+// clearLibraries forgets every library (FUNCTION FLUSH, RESTORE FLUSH).
+func (f *FSM) clearLibraries() {
+	f.libraries, f.functions, f.folded = nil, nil, nil
+	f.functionClash = false
+}
+
+// loadLibrary checks and loads a library and, when it loads, keeps it.
+// fold is the command's rule (Command.FoldFunctionNames): with it a
+// function name another library holds in any case is refused, without it
+// only the same name in the same case (a snapshot's libraries restore so:
+// one written before the rule may hold names that differ only in case).
+func (f *FSM) loadLibrary(code []byte, replace, fold bool) (string, resp.Reply) {
+	name, msg := f.lua.ParseLibraryMeta(code)
+	if msg != "" {
+		return "", resp.Err(msg)
+	}
+	if !replace && f.libraries[name] != nil {
+		return "", resp.Err("ERR Library '" + name + "' already exists")
+	}
+	fns, r := f.lua.LoadLibrary(name, code)
+	if r.IsError() {
+		return "", r
+	}
+	for _, fn := range fns {
+		if _, ok := f.functionHolder(fn.Name, fold, func(owner string) bool { return owner == name }); ok {
+			return "", resp.Err("ERR Function " + fn.Name + " already exists")
+		}
+	}
+	f.dropLibrary(name)
+	f.lua.KeepLibrary(name)
+	f.addLibrary(&library{name: name, code: append([]byte(nil), code...), functions: fns})
+	return name, resp.NilReply
+}
+
+// functionHolder returns a library that holds a function named fnName,
+// compared without case if fold, other than those skip passes.
+func (f *FSM) functionHolder(fnName string, fold bool, skip func(string) bool) (string, bool) {
+	if !fold {
+		owner, ok := f.functions[fnName]
+		return owner, ok && !skip(owner)
+	}
+	k := funcKey(fnName)
+	if owner, ok := f.folded[k]; ok && !skip(owner) {
+		return owner, true
+	}
+	if f.functionClash { // another library may hold it too
+		for _, lib := range f.sortedLibraries() {
+			if !skip(lib.name) && holdsFolded(lib, k) {
+				return lib.name, true
+			}
+		}
+	}
+	return "", false
+}
+
+func holdsFolded(lib *library, k string) bool {
+	return slices.ContainsFunc(lib.functions, func(m FunctionMeta) bool { return funcKey(m.Name) == k })
+}
+
+// addLibrary keeps lib, checked, and indexes its functions.
+func (f *FSM) addLibrary(lib *library) {
+	if f.libraries == nil {
+		f.libraries, f.functions, f.folded = map[string]*library{}, map[string]string{}, map[string]string{}
+	}
+	f.libraries[lib.name] = lib
+	for _, fn := range lib.functions {
+		f.functions[fn.Name] = lib.name
+		k := funcKey(fn.Name)
+		switch owner, ok := f.folded[k]; {
+		case !ok:
+			f.folded[k] = lib.name
+		case owner != lib.name:
+			// names that differ only in case, in two libraries: left by
+			// entries of the old rule, or restored from them
+			f.functionClash = true
+			if lib.name < owner {
+				f.folded[k] = lib.name
+			}
+		}
+	}
+}
+
+// dropLibrary forgets a library and its functions.
+func (f *FSM) dropLibrary(name string) {
+	lib := f.libraries[name]
+	if lib == nil {
+		return
+	}
+	delete(f.libraries, name)
+	var freed []string
+	for _, fn := range lib.functions {
+		if f.functions[fn.Name] == name {
+			delete(f.functions, fn.Name)
+		}
+		if k := funcKey(fn.Name); f.folded[k] == name {
+			delete(f.folded, k)
+			freed = append(freed, k)
+		}
+	}
+	f.lua.DropLibrary(name)
+	if f.functionClash && len(freed) > 0 {
+		// another library may hold a freed name in another case: the
+		// first in name order takes it (the same on every node)
+		for _, o := range f.sortedLibraries() {
+			for _, k := range freed {
+				if _, taken := f.folded[k]; !taken && holdsFolded(o, k) {
+					f.folded[k] = o.name
+				}
+			}
+		}
+	}
+}
+
+// functionMeta returns the registered function of that name under the
+// rule fold says (lookupFunction).
+func (f *FSM) functionMeta(name []byte, fold bool) (FunctionMeta, bool) {
+	fn, _, ok := f.lookupFunction(name, fold)
+	return fn, ok
+}
+
+// lookupFunction returns the registered function of that name and its
+// library's name: the exact name, or with fold the name in any case.
+func (f *FSM) lookupFunction(name []byte, fold bool) (FunctionMeta, string, bool) {
+	if libName, ok := f.functions[string(name)]; ok { // no copy
+		for _, fn := range f.libraries[libName].functions {
+			if fn.Name == string(name) {
+				return fn, libName, true
+			}
+		}
+	}
+	if !fold {
+		return FunctionMeta{}, "", false
+	}
+	var libName string
+	var ok bool
+	if hasUpper(name) {
+		libName, ok = f.folded[funcKey(string(name))]
+	} else {
+		libName, ok = f.folded[string(name)] // no copy
+	}
+	if !ok {
+		return FunctionMeta{}, "", false
+	}
+	for _, fn := range f.libraries[libName].functions {
+		if strings.EqualFold(fn.Name, string(name)) {
+			return fn, libName, true
+		}
+	}
+	return FunctionMeta{}, "", false
+}
+
+func hasUpper(b []byte) bool {
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
