@@ -60,6 +60,7 @@ func TestEnvelopeRejects(t *testing.T) {
 func FuzzDecodeEntry(f *testing.F) {
 	f.Add(AppendEntry(nil, Entry{Time: 1, Cmd: fsm.Command{Args: args("SET", "k", "v")}}))
 	f.Add(AppendEntry(nil, Entry{Time: 2, Cmd: fsm.Command{Tx: [][][]byte{args("PING")}, Watch: []fsm.Watch{{Key: "k"}}}}))
+	f.Add(AppendEntry(nil, Entry{Time: 3, Cmd: fsm.Command{Args: args("FCALL", "f", "0"), User: "u", FoldFunctionNames: true}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := DecodeEntry(b)
 		if err != nil {

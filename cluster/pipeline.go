@@ -60,7 +60,7 @@ func (n *Node) StartApplyGroup(cmds []fsm.Command, done func([]fsm.Result, error
 		go done(nil, err)
 		return true
 	}
-	envs := groupEnvelopes(ts, cmds)
+	envs := n.groupEnvelopes(ts, cmds)
 	start := time.Now()
 	n.prop.enqueue(&proposal{group: envs, at: start, cb: func(o outcome) {
 		if o.err == nil || !retryable(o.err) {
@@ -115,7 +115,7 @@ func (n *Node) ApplyGroupLocal(ctx context.Context, cmds []fsm.Command) ([]fsm.R
 	if err := n.refuseGroup(cmds); err != nil {
 		return nil, err
 	}
-	o := n.prop.await(ctx, &proposal{group: groupEnvelopes(ts, cmds), done: make(chan outcome, 1)})
+	o := n.prop.await(ctx, &proposal{group: n.groupEnvelopes(ts, cmds), done: make(chan outcome, 1)})
 	if o.err != nil {
 		return nil, o.err
 	}
@@ -153,10 +153,10 @@ func (n *Node) checkGroupSize(cmds []fsm.Command) error {
 	return n.checkEntrySize(size)
 }
 
-func groupEnvelopes(ts int64, cmds []fsm.Command) [][]byte {
+func (n *Node) groupEnvelopes(ts int64, cmds []fsm.Command) [][]byte {
 	envs := make([][]byte, len(cmds))
 	for i, cmd := range cmds {
-		envs[i] = AppendEntry(nil, Entry{Time: ts, Cmd: cmd})
+		envs[i] = AppendEntry(nil, Entry{Time: ts, Cmd: n.withRule(cmd)}) // upgrade.go
 	}
 	return envs
 }
@@ -184,7 +184,7 @@ func (n *Node) forwardGroup(ctx context.Context, addr string, cmds []fsm.Command
 	}
 	envs := make([][]byte, len(cmds))
 	for i, cmd := range cmds {
-		envs[i] = AppendEntry(nil, Entry{Cmd: cmd})
+		envs[i] = AppendEntry(nil, Entry{Cmd: unmarked(cmd)}) // upgrade.go
 	}
 	r, err := c.roundTrip(ctx, [][]byte{[]byte(ForwardCommand), []byte(modeGroup), AppendBatch(nil, envs...)})
 	if err != nil {

@@ -195,3 +195,32 @@ func hasUpper(b []byte) bool {
 	}
 	return false
 }
+
+// NamesFunctions reports whether cmd's outcome can depend on the rule for
+// function names (Command.FoldFunctionNames): it is, or queues in MULTI,
+// FCALL, FCALL_RO, FUNCTION LOAD or FUNCTION RESTORE. The leader marks
+// only these, so every other entry keeps the envelope an older build reads.
+func NamesFunctions(cmd Command) bool {
+	if namesFunctions(cmd.Args) {
+		return true
+	}
+	for _, args := range cmd.Tx {
+		if namesFunctions(args) {
+			return true
+		}
+	}
+	return false
+}
+
+func namesFunctions(args [][]byte) bool {
+	if len(args) == 0 {
+		return false
+	}
+	switch {
+	case optEq(args[0], "fcall"), optEq(args[0], "fcall_ro"):
+		return true
+	case optEq(args[0], "function"):
+		return len(args) > 1 && (optEq(args[1], "load") || optEq(args[1], "restore"))
+	}
+	return false
+}
