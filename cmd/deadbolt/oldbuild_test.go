@@ -25,6 +25,16 @@ func buildOld(t *testing.T) string {
 	if bin := os.Getenv("DEADBOLT_OLD_BIN"); bin != "" {
 		return bin
 	}
+	return buildAt(t, oldCommit)
+}
+
+// preFlagsCommit is the last commit of main before envelope version 4
+// (function names that fold): a build that knows envelopes 1 to 3.
+const preFlagsCommit = "cce4561f0ae0ed2c498bfebeb2464cee500e8444"
+
+// buildAt builds cmd/deadbolt at commit, as buildOld says.
+func buildAt(t *testing.T, oldCommit string) string {
+	t.Helper()
 	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil {
 		missingOld(t, "not in a git checkout: "+err.Error())
