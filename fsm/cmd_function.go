@@ -166,7 +166,7 @@ func functionLoad(c *Ctx, args [][]byte) resp.Reply {
 	if len(args) == 1 {
 		code = args[0]
 	}
-	name, r := c.f.loadLibrary(code, replace, c.foldNames)
+	name, r := c.f.loadLibrary(code, replace, ruleOf(c.foldNames))
 	if r.IsError() {
 		return r
 	}

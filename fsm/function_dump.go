@@ -203,7 +203,7 @@ func functionRestore(c *Ctx, args [][]byte) resp.Reply {
 	scratch := &FSM{lua: c.f.lua}
 	incoming := map[string]*library{}
 	for _, code := range codes {
-		name, r := scratch.loadLibrary(code, false, c.foldNames)
+		name, r := scratch.loadLibrary(code, false, ruleOf(c.foldNames))
 		if r.IsError() {
 			c.f.reloadKept()
 			return r
@@ -228,6 +228,14 @@ func functionRestore(c *Ctx, args [][]byte) resp.Reply {
 				c.f.reloadKept()
 				return resp.Err("ERR Function " + fn.Name + " already exists")
 			}
+		}
+	}
+	if c.foldNames {
+		// every replaced library goes first, so that none takes its names
+		// from a library restored before it (the old rule's commands keep
+		// the build before's order: dropLibrary)
+		for _, lib := range scratch.sortedLibraries() {
+			c.f.dropLibrary(lib.name)
 		}
 	}
 	for _, lib := range scratch.sortedLibraries() {

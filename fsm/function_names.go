@@ -17,21 +17,43 @@ import (
 // the entry: Command.FoldFunctionNames, set by the leader on what it
 // writes under the new rule (cluster's envelope version 4), decides for
 // FCALL, FCALL_RO, FUNCTION LOAD and FUNCTION RESTORE; without it they
-// compare with case, as before.
+// compare with case, exactly as before.
 //
-// The registry keeps both indexes: f.functions by exact name (the old
-// rule's), f.folded by lower-case name (names are ASCII letters, digits
-// and '_': ParseLibraryMeta and register_function check). Entries of the
-// old rule may have left 'Abc' in library b and 'aBC' in library c; the
-// folded index then names the first of them in library name order, a
-// choice made from the set of libraries alone, so a node that replayed the
-// log and one restored from a snapshot (which loads libraries in name
-// order) agree. Dropping that library hands the name to the next.
+// The registry keeps two indexes. f.functions, by exact name, serves the
+// old rule and is kept exactly as the build before did, quirks included
+// (dropLibrary takes a library's names out even where another library
+// holds the same name: FUNCTION RESTORE REPLACE moving a function to a
+// library restored before the one it left lost it, and so do old-rule
+// commands still; TestFunctionRestoreMoveExact). The folding rule never
+// reads it: it reads f.folded, by lower-case name (names are ASCII
+// letters, digits and '_': ParseLibraryMeta and register_function check),
+// which names the first library in name order holding the name in any
+// case, and looks past it only where two libraries hold names that
+// differ only in case (functionClash: left by old-rule commands, or
+// restored from them). So what a folding command finds depends on the set
+// of libraries alone: a node that replayed the log and one restored from
+// a snapshot (which loads libraries in name order) agree.
 //
-// A folded lookup takes an exact match first (the function a caller of
-// the exact name reached before the rule), then the folded index's
-// library, and in it the first function registered under that name in
-// any case.
+// A folding look-up takes the first library in name order that holds the
+// exact name (the function a caller of that name reached before the
+// rule), else the first holding it in any case; in that library the exact
+// name, else the first function registered under it in any case.
+
+// nameRule is how a library's function names are checked as it loads.
+type nameRule uint8
+
+const (
+	exactNames    nameRule = iota // commands without FoldFunctionNames
+	foldedNames                   // commands with it
+	restoredNames                 // a snapshot's libraries: no check
+)
+
+func ruleOf(fold bool) nameRule {
+	if fold {
+		return foldedNames
+	}
+	return exactNames
+}
 
 // funcKey is a function name's key in f.folded.
 func funcKey(name string) string { return strings.ToLower(name) }
@@ -43,11 +65,12 @@ func (f *FSM) clearLibraries() {
 }
 
 // loadLibrary checks and loads a library and, when it loads, keeps it.
-// fold is the command's rule (Command.FoldFunctionNames): with it a
-// function name another library holds in any case is refused, without it
-// only the same name in the same case (a snapshot's libraries restore so:
-// one written before the rule may hold names that differ only in case).
-func (f *FSM) loadLibrary(code []byte, replace, fold bool) (string, resp.Reply) {
+// Under exactNames a function name another library holds in the same
+// case is refused, under foldedNames one it holds in any case; a
+// snapshot's libraries restore without a check (one written before the
+// rule may hold names that differ only in case: a node that refused its
+// own snapshot would not start).
+func (f *FSM) loadLibrary(code []byte, replace bool, rule nameRule) (string, resp.Reply) {
 	name, msg := f.lua.ParseLibraryMeta(code)
 	if msg != "" {
 		return "", resp.Err(msg)
@@ -60,7 +83,10 @@ func (f *FSM) loadLibrary(code []byte, replace, fold bool) (string, resp.Reply) 
 		return "", r
 	}
 	for _, fn := range fns {
-		if _, ok := f.functionHolder(fn.Name, fold, func(owner string) bool { return owner == name }); ok {
+		if rule == restoredNames {
+			break
+		}
+		if _, ok := f.functionHolder(fn.Name, rule == foldedNames, func(owner string) bool { return owner == name }); ok {
 			return "", resp.Err("ERR Function " + fn.Name + " already exists")
 		}
 	}
@@ -71,7 +97,8 @@ func (f *FSM) loadLibrary(code []byte, replace, fold bool) (string, resp.Reply) 
 }
 
 // functionHolder returns a library that holds a function named fnName,
-// compared without case if fold, other than those skip passes.
+// other than those skip passes: by the exact index (the old rule's
+// check), or with fold a library holding it in any case.
 func (f *FSM) functionHolder(fnName string, fold bool, skip func(string) bool) (string, bool) {
 	if !fold {
 		owner, ok := f.functions[fnName]
@@ -108,8 +135,8 @@ func (f *FSM) addLibrary(lib *library) {
 		case !ok:
 			f.folded[k] = lib.name
 		case owner != lib.name:
-			// names that differ only in case, in two libraries: left by
-			// entries of the old rule, or restored from them
+			// a name two libraries hold, in the same case or not: left
+			// by old-rule commands, or restored from them
 			f.functionClash = true
 			if lib.name < owner {
 				f.folded[k] = lib.name
@@ -127,9 +154,7 @@ func (f *FSM) dropLibrary(name string) {
 	delete(f.libraries, name)
 	var freed []string
 	for _, fn := range lib.functions {
-		if f.functions[fn.Name] == name {
-			delete(f.functions, fn.Name)
-		}
+		delete(f.functions, fn.Name) // whoever holds it: as before the rule
 		if k := funcKey(fn.Name); f.folded[k] == name {
 			delete(f.folded, k)
 			freed = append(freed, k)
@@ -137,8 +162,8 @@ func (f *FSM) dropLibrary(name string) {
 	}
 	f.lua.DropLibrary(name)
 	if f.functionClash && len(freed) > 0 {
-		// another library may hold a freed name in another case: the
-		// first in name order takes it (the same on every node)
+		// another library may hold a freed name: the first in name
+		// order takes it (the same on every node)
 		for _, o := range f.sortedLibraries() {
 			for _, k := range freed {
 				if _, taken := f.folded[k]; !taken && holdsFolded(o, k) {
@@ -157,17 +182,29 @@ func (f *FSM) functionMeta(name []byte, fold bool) (FunctionMeta, bool) {
 }
 
 // lookupFunction returns the registered function of that name and its
-// library's name: the exact name, or with fold the name in any case.
+// library's name: by the exact index, or with fold as the comment above
+// says.
 func (f *FSM) lookupFunction(name []byte, fold bool) (FunctionMeta, string, bool) {
-	if libName, ok := f.functions[string(name)]; ok { // no copy
+	if !fold {
+		libName, ok := f.functions[string(name)] // no copy
+		if !ok {
+			return FunctionMeta{}, "", false
+		}
 		for _, fn := range f.libraries[libName].functions {
 			if fn.Name == string(name) {
 				return fn, libName, true
 			}
 		}
-	}
-	if !fold {
 		return FunctionMeta{}, "", false
+	}
+	if f.functionClash {
+		for _, lib := range f.sortedLibraries() {
+			for _, fn := range lib.functions {
+				if fn.Name == string(name) {
+					return fn, lib.name, true
+				}
+			}
+		}
 	}
 	var libName string
 	var ok bool
@@ -179,7 +216,13 @@ func (f *FSM) lookupFunction(name []byte, fold bool) (FunctionMeta, string, bool
 	if !ok {
 		return FunctionMeta{}, "", false
 	}
-	for _, fn := range f.libraries[libName].functions {
+	fns := f.libraries[libName].functions
+	for _, fn := range fns {
+		if fn.Name == string(name) {
+			return fn, libName, true
+		}
+	}
+	for _, fn := range fns {
 		if strings.EqualFold(fn.Name, string(name)) {
 			return fn, libName, true
 		}

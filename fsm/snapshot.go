@@ -439,7 +439,7 @@ func (f *FSM) Restore(r io.Reader) error {
 		n.lua.Forget()
 		n.lua.DropLibrary("")
 		for _, code := range libCodes {
-			if _, r := n.loadLibrary(code, false, false); r.IsError() { // names of the old rule may clash in case
+			if _, r := n.loadLibrary(code, false, restoredNames); r.IsError() {
 				n.lua.DropLibrary("") // f's libraries load again when called
 				return fmt.Errorf("%w: a function library does not load: %s", ErrSnapshotFormat, r.String())
 			}
