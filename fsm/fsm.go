@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"log/slog"
 	"sync/atomic"
 
 	"github.com/deadbolt/deadbolt/acl"
@@ -174,6 +175,9 @@ type Options struct {
 	// Users are the ACL users until the log sets others (acl.go); nil for
 	// the default user alone.
 	Users *acl.Users
+	// Logger gets warnings (a snapshot restore's, function_names.go);
+	// nil for none.
+	Logger *slog.Logger
 }
 
 // New returns an empty state machine.

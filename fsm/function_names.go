@@ -32,7 +32,9 @@ import (
 // differ only in case (functionClash: left by old-rule commands, or
 // restored from them). So what a folding command finds depends on the set
 // of libraries alone: a node that replayed the log and one restored from
-// a snapshot (which loads libraries in name order) agree.
+// a snapshot (which loads libraries in name order) agree. Old-rule
+// look-ups of a name the quirk touched may not, in any build
+// (warnSharedFunctionNames).
 //
 // A folding look-up takes the first library in name order that holds the
 // exact name (the function a caller of that name reached before the
@@ -120,6 +122,29 @@ func (f *FSM) functionHolder(fnName string, fold bool, skip func(string) bool) (
 
 func holdsFolded(lib *library, k string) bool {
 	return slices.ContainsFunc(lib.functions, func(m FunctionMeta) bool { return funcKey(m.Name) == k })
+}
+
+// warnSharedFunctionNames logs, after a snapshot restore, each function
+// name two libraries hold in the same case (left by the build before's
+// RESTORE REPLACE quirk, see above). Old-rule look-ups of such a name may
+// answer otherwise than on a node that replayed the log (the exact index
+// is rebuilt in library-name order: the last library holding it wins);
+// TestFunctionExactQuirkReplayVsRestore pins the case.
+func (f *FSM) warnSharedFunctionNames() {
+	if f.opt.Logger == nil || !f.functionClash {
+		return
+	}
+	first := map[string]string{}
+	for _, lib := range f.sortedLibraries() {
+		for _, fn := range lib.functions {
+			if o, ok := first[fn.Name]; ok {
+				f.opt.Logger.Warn("restored function libraries share a function name: commands written before names were case-insensitive may find it in another library than on a node that replayed the log",
+					"function", fn.Name, "libraries", o+", "+lib.name)
+				continue
+			}
+			first[fn.Name] = lib.name
+		}
+	}
 }
 
 // addLibrary keeps lib, checked, and indexes its functions.

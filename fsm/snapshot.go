@@ -444,6 +444,7 @@ func (f *FSM) Restore(r io.Reader) error {
 				return fmt.Errorf("%w: a function library does not load: %s", ErrSnapshotFormat, r.String())
 			}
 		}
+		n.warnSharedFunctionNames()
 	}
 	n.aclPub = f.aclPub
 	n.mem.over = f.mem.over
