@@ -155,6 +155,7 @@ type FSM struct {
 	// functionClash: two libraries hold names that differ only in case
 	// (left by commands of the old rule, or restored from them): a
 	// folded look-up or a dropped library then looks past f.folded.
+	// Recomputed when a library is dropped (sharesFoldedName).
 	functionClash bool
 	notify        int      // notify-keyspace-events' classes
 	applyCtx      Ctx      // reused by Apply (one at a time), so it allocates none

@@ -186,17 +186,36 @@ func (f *FSM) dropLibrary(name string) {
 		}
 	}
 	f.lua.DropLibrary(name)
-	if f.functionClash && len(freed) > 0 {
-		// another library may hold a freed name: the first in name
-		// order takes it (the same on every node)
-		for _, o := range f.sortedLibraries() {
-			for _, k := range freed {
-				if _, taken := f.folded[k]; !taken && holdsFolded(o, k) {
-					f.folded[k] = o.name
-				}
+	if !f.functionClash {
+		return
+	}
+	// another library may hold a freed name: the first in name order
+	// takes it (the same on every node)
+	for _, o := range f.sortedLibraries() {
+		for _, k := range freed {
+			if _, taken := f.folded[k]; !taken && holdsFolded(o, k) {
+				f.folded[k] = o.name
 			}
 		}
 	}
+	f.functionClash = f.sharesFoldedName()
+}
+
+// sharesFoldedName reports whether two libraries hold a function name in
+// any case: functionClash as a snapshot restore of the same libraries
+// would set it, so that it clears once the last such pair is gone.
+func (f *FSM) sharesFoldedName() bool {
+	holder := make(map[string]string, len(f.folded))
+	for _, lib := range f.libraries {
+		for _, fn := range lib.functions {
+			k := funcKey(fn.Name)
+			if h, ok := holder[k]; ok && h != lib.name {
+				return true
+			}
+			holder[k] = lib.name
+		}
+	}
+	return false
 }
 
 // functionMeta returns the registered function of that name under the
