@@ -25,7 +25,8 @@ import (
 // met, and applies nothing of it: this build against an envelope and a
 // snapshot version above its own, the older build (oldCommit) against
 // this build's envelope version 3 (a restricted ACL user's command), and
-// the build before version 4 (preFlagsCommit) against a folding FCALL.
+// the build before version 4 (preFlagsCommit) against a folding FCALL,
+// alone and in a batch.
 func TestProcessNewerFormatsRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
@@ -165,6 +166,21 @@ func TestProcessNewerFormatsRefused(t *testing.T) {
 		}
 		next := appendEntry(t, data, env)
 		refused(t, preBin, p, "log entry "+itoa(next), "version 4", "written by a newer build")
+	})
+	t.Run("build before version 4, a batch holding a folding FCALL", func(t *testing.T) {
+		// A group (pipeline.go) is a batch (version 2) of envelopes: one
+		// of version 4 in it stops that build at the whole entry, by
+		// name, before the SET beside it is applied.
+		preBin := buildAt(t, preFlagsCommit)
+		p, data := stopped(t, preBin)
+		set := cluster.AppendEntry(nil, cluster.Entry{Time: 1, Cmd: fsm.Command{Args: [][]byte{[]byte("SET"), []byte("k"), []byte("evil")}}})
+		fc := cluster.AppendEntry(nil, cluster.Entry{Time: 1, Cmd: fsm.Command{Args: [][]byte{[]byte("FCALL"), []byte("abc"), []byte("0")}, FoldFunctionNames: true}})
+		batch := cluster.AppendBatch(nil, set, fc)
+		if set[0] != 1 || fc[0] != 4 || batch[0] != 2 {
+			t.Fatalf("envelopes %d and %d in a batch %d", set[0], fc[0], batch[0])
+		}
+		next := appendEntry(t, data, batch)
+		refused(t, preBin, p, "log entry "+itoa(next), "batch command 1", "version 4", "written by a newer build")
 	})
 }
 
