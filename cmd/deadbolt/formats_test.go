@@ -158,7 +158,7 @@ func TestProcessNewerFormatsRefused(t *testing.T) {
 	t.Run("build before version 4, a folding FCALL", func(t *testing.T) {
 		// That build knows ErrNewerEnvelope: it names the version and
 		// stops, having applied nothing of the entry.
-		preBin := buildAt(t, preFlagsCommit)
+		preBin := buildPreFlags(t)
 		p, data := stopped(t, preBin)
 		env := cluster.AppendEntry(nil, cluster.Entry{Time: 1, Cmd: fsm.Command{Args: [][]byte{[]byte("FCALL"), []byte("abc"), []byte("0")}, FoldFunctionNames: true}})
 		if env[0] != 4 {
@@ -171,7 +171,7 @@ func TestProcessNewerFormatsRefused(t *testing.T) {
 		// A group (pipeline.go) is a batch (version 2) of envelopes: one
 		// of version 4 in it stops that build at the whole entry, by
 		// name, before the SET beside it is applied.
-		preBin := buildAt(t, preFlagsCommit)
+		preBin := buildPreFlags(t)
 		p, data := stopped(t, preBin)
 		set := cluster.AppendEntry(nil, cluster.Entry{Time: 1, Cmd: fsm.Command{Args: [][]byte{[]byte("SET"), []byte("k"), []byte("evil")}}})
 		fc := cluster.AppendEntry(nil, cluster.Entry{Time: 1, Cmd: fsm.Command{Args: [][]byte{[]byte("FCALL"), []byte("abc"), []byte("0")}, FoldFunctionNames: true}})
