@@ -10,7 +10,7 @@ import (
 	"github.com/deadbolt/deadbolt/fsm"
 )
 
-// Rolling upgrades and downgrades (DESIGN.md, "Upgrades and downgrades").
+// Rolling upgrades and downgrades (UPGRADES.md, "Upgrades and downgrades").
 // Every build writes the oldest log envelope and snapshot format that
 // carries what it writes: a command is envelope version 1 unless a
 // restricted ACL user sent it (version 3), a batch version 2, a snapshot
