@@ -144,11 +144,13 @@ func (n *Node) refuseGroup(cmds []fsm.Command) error {
 // checkGroupSize refuses a group whose commands' envelopes together are
 // over the node's entry limit (bigentry.go), as Apply refuses one command.
 // The server keeps groups well under it (server/pipeline.go), so this
-// refuses only a group from a member with another limit, whole.
+// refuses only a group from a member with another limit, whole. Each is
+// measured as the leader writes it (withRule: a folding command's flags
+// add a byte).
 func (n *Node) checkGroupSize(cmds []fsm.Command) error {
 	size := 0
 	for _, cmd := range cmds {
-		size += EntrySize(Entry{Cmd: cmd})
+		size += EntrySize(Entry{Cmd: n.withRule(cmd)})
 	}
 	return n.checkEntrySize(size)
 }
