@@ -63,11 +63,10 @@ func entryVersions(t *testing.T, n *Node, index uint64) string {
 }
 
 type ruleProbe struct {
-	old       bool // proposed as the build before version 4 wrote it
-	cmd       fsm.Command
-	want      string
-	versions  string // the entry's envelope versions, when written by the node
-	preserved bool   // with PreserveDowngrade
+	old      bool // proposed as the build before version 4 wrote it
+	cmd      fsm.Command
+	want     string
+	versions string // the entry's envelope versions, when written by the node
 }
 
 func TestFunctionRuleThroughTheLog(t *testing.T) {

@@ -84,12 +84,12 @@ func (f *FSM) loadLibrary(code []byte, replace bool, rule nameRule) (string, res
 	if r.IsError() {
 		return "", r
 	}
-	for _, fn := range fns {
-		if rule == restoredNames {
-			break
-		}
-		if _, ok := f.functionHolder(fn.Name, rule == foldedNames, func(owner string) bool { return owner == name }); ok {
-			return "", resp.Err("ERR Function " + fn.Name + " already exists")
+	if rule != restoredNames {
+		own := func(owner string) bool { return owner == name } // replaced: skipped
+		for _, fn := range fns {
+			if _, ok := f.functionHolder(fn.Name, rule == foldedNames, own); ok {
+				return "", resp.Err("ERR Function " + fn.Name + " already exists")
+			}
 		}
 	}
 	f.dropLibrary(name)

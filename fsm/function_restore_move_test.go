@@ -8,8 +8,9 @@ import (
 // FUNCTION RESTORE REPLACE that moves a function from library x to a
 // library restored before it (a < x): the build before the rule lost the
 // name from its index (FCALL foo: not found) until a snapshot restore
-// rebuilt it; commands of the old rule still do so (this test passes
-// unchanged on main at cce4561). Under the folding rule the move is found,
+// rebuilt it; commands of the old rule still do so (this test's
+// exact-rule half, before restoreMoveFolding, passes on main at cce4561).
+// Under the folding rule the move is found,
 // as Redis finds it.
 func TestFunctionRestoreMoveExact(t *testing.T) {
 	src := New(Options{})
