@@ -44,7 +44,8 @@ import (
 // 4) is a version-1 envelope followed by flags naming the rules:
 //
 //	version byte (4), then the version-1 fields
-//	flags    uvarint, at least one bit:
+//	flags    uvarint, with bit 1 (bit 2 alone is version 3's meaning,
+//	         written as version 3):
 //	         1  function names compare without case (Redis 7.0's rule:
 //	            fsm.Command.FoldFunctionNames)
 //	         2  a user follows (as version 3)
@@ -446,8 +447,9 @@ func (r *envReader) skipArgs() int {
 }
 
 // flags reads version 4's flags: a bit this build does not know is a
-// newer build's rule, refused by name (ErrNewerEnvelope); none at all is
-// not an envelope any build writes.
+// newer build's rule, refused by name (ErrNewerEnvelope); none at all,
+// or a user without a rule (version 3's encoding), is not an envelope any
+// build writes.
 func (r *envReader) flags() (uint64, error) {
 	flags := r.uvarint()
 	switch {
@@ -457,6 +459,9 @@ func (r *envReader) flags() (uint64, error) {
 		return 0, fmt.Errorf("%w: version %d with flags %#x, this build knows %#x", ErrNewerEnvelope, flagsVersion, flags, knownFlags)
 	case flags == 0:
 		return 0, fmt.Errorf("%w: version %d without flags", ErrBadEnvelope, flagsVersion)
+	case flags&flagFoldNames == 0:
+		// a user and no rule: version 3, which no build writes as 4
+		return 0, fmt.Errorf("%w: version %d with flags %#x (no rule)", ErrBadEnvelope, flagsVersion, flags)
 	}
 	return flags, nil
 }

@@ -95,7 +95,8 @@ func TestEnvelopeFoldVersion(t *testing.T) {
 
 // A version-4 flag this build does not know is a newer build's rule: it is
 // refused by name, alone or in a batch, on receipt (validEntries) and when
-// applied; a version 4 with no flag is malformed.
+// applied; a version 4 with no flag, or with a user and no rule, is
+// malformed.
 func TestEnvelopeUnknownFlagRefused(t *testing.T) {
 	e := Entry{Time: 1, Cmd: fsm.Command{Args: args("FCALL", "f", "0")}}
 	base := mainEnvelope(e)[1:]
@@ -109,11 +110,16 @@ func TestEnvelopeUnknownFlagRefused(t *testing.T) {
 			t.Errorf("%s: validEntries: %v", name, err)
 		}
 	}
-	if _, err := DecodeEntry(none); err == nil || errors.Is(err, ErrNewerEnvelope) {
-		t.Errorf("version 4 without flags: %v, want malformed", err)
-	}
-	if err := validEntries(none); err == nil {
-		t.Error("validEntries: version 4 without flags accepted")
+	// flags 2 alone (a user, no rule) is a second encoding of version 3
+	// that no build writes: malformed too
+	userOnly := append(append(append([]byte{flagsVersion}, base...), flagUser), 1, 'u')
+	for name, b := range map[string][]byte{"without flags": none, "with a user alone": userOnly} {
+		if _, err := DecodeEntry(b); err == nil || errors.Is(err, ErrNewerEnvelope) {
+			t.Errorf("version 4 %s: %v, want malformed", name, err)
+		}
+		if err := validEntries(b); err == nil || errors.Is(err, ErrNewerEnvelope) {
+			t.Errorf("validEntries: version 4 %s: %v, want malformed", name, err)
+		}
 	}
 	// Applied (a log holding it): the node stops by name, as for a newer
 	// version byte, and applies nothing of it.
