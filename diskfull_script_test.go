@@ -197,6 +197,8 @@ func TestDiskFullScriptsLikeRedis(t *testing.T) {
 		{"FCALL", "wr", "5", "lock:a"},
 		{"FCALL", "nope", "0"},
 		{"FCALL_RO", "nope", "0"},
+		{"FCALL", "RDRO", "1", "lock:a"}, // names are case-insensitive
+		{"FCALL_RO", "Rd", "1", "lock:a"},
 		{"SCRIPT", "EXISTS", sha(read), sha("return 'never run'")}, // not incr: EVAL cached it in Redis only
 		{"SCRIPT", "LOAD", read},
 		{"SCRIPT", "LOAD", incr},

@@ -46,6 +46,7 @@ func TestDiskFullTransactionsLikeRedis(t *testing.T) {
 		// without no-writes, a script whose shebang lacks it, FUNCTION
 		// DELETE, FLUSHALL.
 		{{"MULTI"}, {"FCALL", "w", "0"}, {"EXEC"}},
+		{{"MULTI"}, {"FCALL", "W", "0"}, {"EXEC"}}, // names are case-insensitive
 		{{"MULTI"}, {"EVAL", "#!lua\nreturn 1", "0"}, {"EXEC"}},
 		{{"MULTI"}, {"FUNCTION", "DELETE", "txlib"}, {"EXEC"}},
 		{{"MULTI"}, {"FLUSHALL"}, {"EXEC"}},

@@ -77,6 +77,9 @@ func EntrySize(cmd Entry) int {
 	for _, w := range cmd.Cmd.Watch {
 		n += uvarintLen(uint64(w.DB)) + bytesSize(len(w.Key)) + uvarintLen(w.Version)
 	}
+	if cmd.Cmd.FoldFunctionNames {
+		n++ // version 4's flags
+	}
 	if cmd.Cmd.User != "" {
 		n += bytesSize(len(cmd.Cmd.User))
 	}

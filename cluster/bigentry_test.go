@@ -30,6 +30,8 @@ func TestEntrySizeIsEnvelopeLength(t *testing.T) {
 		{Time: 42, Cmd: fsm.Command{Tx: [][][]byte{}}},
 		{Time: 7, Cmd: fsm.Command{Args: args("EXEC"), Watch: []fsm.Watch{{DB: 3, Key: long, Version: 1 << 40}, {Key: "k"}}}},
 		{Time: 9, Cmd: fsm.Command{Args: args("EVAL", "return 1", "0"), User: "alice"}},
+		{Time: 9, Cmd: fsm.Command{Args: args("FCALL", "f", "0"), FoldFunctionNames: true}},
+		{Time: 9, Cmd: fsm.Command{Args: args("FCALL", "f", "0"), User: "alice", FoldFunctionNames: true}},
 	} {
 		if got, want := EntrySize(e), len(AppendEntry(nil, e)); got != want {
 			t.Errorf("entry %d: EntrySize %d, envelope %d bytes", i, got, want)

@@ -230,7 +230,7 @@ func (n *Node) QueuedWriteRefused(args [][]byte) error {
 			}
 		case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
 			n.fsm.mu.Lock()
-			runs := n.state.RunsWhileWritesRefused(fsm.Command{Args: args})
+			runs := n.state.RunsWhileWritesRefused(n.withRule(fsm.Command{Args: args})) // upgrade.go
 			n.fsm.mu.Unlock()
 			if runs {
 				return nil

@@ -18,7 +18,7 @@ import (
 // Downgrades. A newer build turns what it opens into its own formats: the
 // stable store into the slotted file, and its snapshots carry what it
 // knows (lock shapes: snapshot version 3). An older build refuses those
-// (cluster/DESIGN.md, "Upgrades and downgrades"), so a node goes back to
+// (cluster/UPGRADES.md, "Upgrades and downgrades"), so a node goes back to
 // an older build through Downgrade, run by the newer build on the stopped
 // node's data directory: it writes the stable store in its first layout
 // and every snapshot in a format version no higher than the older build

@@ -39,15 +39,41 @@ import (
 // The state machine checks what that user's scripts call against the
 // users it holds at that log index. A node that does not know version 3
 // refuses the entry rather than run it without the check.
+//
+// A command whose outcome depends on a rule newer than version 1 (version
+// 4) is a version-1 envelope followed by flags naming the rules:
+//
+//	version byte (4), then the version-1 fields
+//	flags    uvarint, with bit 1 (bit 2 alone is version 3's meaning,
+//	         written as version 3):
+//	         1  function names compare without case (Redis 7.0's rule:
+//	            fsm.Command.FoldFunctionNames)
+//	         2  a user follows (as version 3)
+//	user     uvarint length + bytes, not empty, when flags has 2
+//
+// A node that does not know version 4 refuses it by name
+// (ErrNewerEnvelope), and so does a node that knows version 4 but not
+// every bit set in flags: a rule it does not know would otherwise be
+// applied as the old one. The leader writes version 4 only for the
+// commands whose outcome the rule changes (fsm.NamesFunctions), and never
+// with --preserve-downgrade (upgrade.go).
 const (
 	envelopeVersion = 1
 	batchVersion    = 2
 	userVersion     = 3
+	flagsVersion    = 4
+)
+
+// Version 4's flags.
+const (
+	flagFoldNames = 1 << iota
+	flagUser
+	knownFlags = flagFoldNames | flagUser
 )
 
 // isCommand reports whether b starts as one command's envelope.
 func isCommand(b []byte) bool {
-	return len(b) > 0 && (b[0] == envelopeVersion || b[0] == userVersion)
+	return len(b) > 0 && (b[0] == envelopeVersion || b[0] == userVersion || b[0] == flagsVersion)
 }
 
 // maxEnvelopeCount bounds counts read from an envelope before anything is
@@ -81,9 +107,17 @@ func appendArgs(dst []byte, args [][]byte) []byte {
 // AppendEntry appends the encoding of e to dst.
 func AppendEntry(dst []byte, e Entry) []byte {
 	dst = slices.Grow(dst, maxEntrySize(e)) // one allocation, not one per doubling
-	if e.Cmd.User != "" {
+	var flags uint64
+	switch {
+	case e.Cmd.FoldFunctionNames:
+		flags = flagFoldNames
+		if e.Cmd.User != "" {
+			flags |= flagUser
+		}
+		dst = append(dst, flagsVersion)
+	case e.Cmd.User != "":
 		dst = append(dst, userVersion)
-	} else {
+	default:
 		dst = append(dst, envelopeVersion)
 	}
 	dst = binary.AppendVarint(dst, e.Time)
@@ -99,6 +133,9 @@ func AppendEntry(dst []byte, e Entry) []byte {
 		dst = appendBytes(dst, []byte(w.Key))
 		dst = appendUvarint(dst, w.Version)
 	}
+	if flags != 0 {
+		dst = appendUvarint(dst, flags)
+	}
 	if e.Cmd.User != "" {
 		dst = appendBytes(dst, []byte(e.Cmd.User))
 	}
@@ -107,7 +144,7 @@ func AppendEntry(dst []byte, e Entry) []byte {
 
 // maxEntrySize bounds the size of e's envelope.
 func maxEntrySize(e Entry) int {
-	n := 1 + 5*binary.MaxVarintLen64 + maxArgsSize(e.Cmd.Args) + len(e.Cmd.User)
+	n := 1 + 6*binary.MaxVarintLen64 + maxArgsSize(e.Cmd.Args) + len(e.Cmd.User)
 	for _, args := range e.Cmd.Tx {
 		n += maxArgsSize(args)
 	}
@@ -212,8 +249,8 @@ func AppendBatch(dst []byte, envelopes ...[]byte) []byte {
 	return dst
 }
 
-// DecodeEntries decodes a log entry of either version: one command
-// (version 1) or a batch (version 2), in order. The returned arguments
+// DecodeEntries decodes a log entry: one command (version 1, 3 or 4) or
+// a batch (version 2), in order. The returned arguments
 // alias b.
 func DecodeEntries(b []byte) ([]Entry, error) {
 	if isCommand(b) {
@@ -253,8 +290,8 @@ func DecodeEntries(b []byte) ([]Entry, error) {
 	return out, nil
 }
 
-// DecodeEntry decodes one command's envelope, version 1 or 3 (forwarding
-// carries these). The returned arguments alias b.
+// DecodeEntry decodes one command's envelope, version 1, 3 or 4
+// (forwarding carries 1 and 3). The returned arguments alias b.
 func DecodeEntry(b []byte) (Entry, error) { return decodeEntry(b, nil) }
 
 // decodeEntry is DecodeEntry, the arguments' slices taken from pool if it
@@ -298,7 +335,16 @@ func decodeEntry(b []byte, pool *[][]byte) (Entry, error) {
 		}
 		e.Cmd.Watch = append(e.Cmd.Watch, fsm.Watch{DB: int(wdb), Key: string(key), Version: ver})
 	}
-	if b[0] == userVersion {
+	hasUser := b[0] == userVersion
+	if b[0] == flagsVersion {
+		flags, err := r.flags()
+		if err != nil {
+			return Entry{}, err
+		}
+		e.Cmd.FoldFunctionNames = flags&flagFoldNames != 0
+		hasUser = flags&flagUser != 0
+	}
+	if hasUser {
 		if e.Cmd.User = string(r.bytes()); r.err == nil && e.Cmd.User == "" {
 			r.err = ErrBadEnvelope
 		}
@@ -374,7 +420,15 @@ func validEntry(b []byte) error {
 		r.bytes()
 		r.uvarint()
 	}
-	if b[0] == userVersion && len(r.bytes()) == 0 && r.err == nil {
+	hasUser := b[0] == userVersion
+	if b[0] == flagsVersion {
+		flags, err := r.flags()
+		if err != nil {
+			return err
+		}
+		hasUser = flags&flagUser != 0
+	}
+	if hasUser && len(r.bytes()) == 0 && r.err == nil {
 		r.err = ErrBadEnvelope
 	}
 	if r.err == nil && len(r.b) != 0 {
@@ -390,4 +444,24 @@ func (r *envReader) skipArgs() int {
 		r.bytes()
 	}
 	return n
+}
+
+// flags reads version 4's flags: a bit this build does not know is a
+// newer build's rule, refused by name (ErrNewerEnvelope); none at all,
+// or a user without a rule (version 3's encoding), is not an envelope any
+// build writes.
+func (r *envReader) flags() (uint64, error) {
+	flags := r.uvarint()
+	switch {
+	case r.err != nil:
+		return 0, r.err
+	case flags&^knownFlags != 0:
+		return 0, fmt.Errorf("%w: version %d with flags %#x, this build knows %#x", ErrNewerEnvelope, flagsVersion, flags, knownFlags)
+	case flags == 0:
+		return 0, fmt.Errorf("%w: version %d without flags", ErrBadEnvelope, flagsVersion)
+	case flags&flagFoldNames == 0:
+		// a user and no rule: version 3, which no build writes as 4
+		return 0, fmt.Errorf("%w: version %d with flags %#x (no rule)", ErrBadEnvelope, flagsVersion, flags)
+	}
+	return flags, nil
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -60,6 +61,7 @@ func TestEnvelopeRejects(t *testing.T) {
 func FuzzDecodeEntry(f *testing.F) {
 	f.Add(AppendEntry(nil, Entry{Time: 1, Cmd: fsm.Command{Args: args("SET", "k", "v")}}))
 	f.Add(AppendEntry(nil, Entry{Time: 2, Cmd: fsm.Command{Tx: [][][]byte{args("PING")}, Watch: []fsm.Watch{{Key: "k"}}}}))
+	f.Add(AppendEntry(nil, Entry{Time: 3, Cmd: fsm.Command{Args: args("FCALL", "f", "0"), User: "u", FoldFunctionNames: true}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := DecodeEntry(b)
 		if err != nil {
@@ -161,10 +163,23 @@ func FuzzDecodeEntries(f *testing.F) {
 	f.Add(one)
 	f.Add(AppendBatch(nil, one, one))
 	f.Add(AppendBatch(nil, AppendEntry(nil, Entry{Time: 2, Cmd: fsm.Command{Tx: [][][]byte{args("PING")}, Watch: []fsm.Watch{{Key: "k"}}}})))
+	// version 4: a folding FCALL, one of a restricted user, alone and in
+	// a batch
+	marked := AppendEntry(nil, Entry{Time: 3, Cmd: fsm.Command{Args: args("FCALL", "abc", "0"), FoldFunctionNames: true}})
+	markedUser := AppendEntry(nil, Entry{Time: 4, Cmd: fsm.Command{Args: args("FCALL", "abc", "0"), FoldFunctionNames: true, User: "u"}})
+	f.Add(marked)
+	f.Add(markedUser)
+	f.Add(AppendBatch(nil, one, marked, markedUser))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		es, err := DecodeEntries(b)
-		if verr := validEntries(b); (verr == nil) != (err == nil) {
+		verr := validEntries(b)
+		if (verr == nil) != (err == nil) {
 			t.Fatalf("%q: DecodeEntries %v, validEntries %v", b, err, verr)
+		}
+		// and of the same kind: a newer build's entry (stop, naming it)
+		// or a malformed one
+		if errors.Is(err, ErrNewerEnvelope) != errors.Is(verr, ErrNewerEnvelope) {
+			t.Fatalf("%q: DecodeEntries %v, validEntries %v: one says a newer build wrote it", b, err, verr)
 		}
 		if err != nil {
 			return

@@ -214,7 +214,7 @@ func (f *forwarder) roundTrip(ctx context.Context, addr string, args [][]byte) (
 // forward sends cmd to the leader at addr. A connection error before the
 // request was written is retryable; after, the outcome is unknown.
 func (f *forwarder) forward(ctx context.Context, addr, mode string, cmd fsm.Command) (fsm.Result, error) {
-	return f.forwardEnv(ctx, addr, mode, AppendEntry(nil, Entry{Cmd: cmd}))
+	return f.forwardEnv(ctx, addr, mode, AppendEntry(nil, Entry{Cmd: unmarked(cmd)}))
 }
 
 // forwardEnv is forward with the command's envelope already encoded (a

@@ -92,6 +92,8 @@ func (l *Local) Synchronous() bool { return true }
 func (l *Local) Apply(_ context.Context, cmd fsm.Command) (fsm.Result, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// no log to replay: Redis 7.0's rule for function names (upgrade.go)
+	cmd.FoldFunctionNames = fsm.NamesFunctions(cmd)
 	res := l.fsm.Apply(l.nowMs(), cmd)
 	if len(res.Effects) > 0 && l.deliver != nil {
 		res.SetReceivers(l.deliver.DeliverEach(res.Effects))

@@ -60,7 +60,7 @@ func (n *Node) StartApplyGroup(cmds []fsm.Command, done func([]fsm.Result, error
 		go done(nil, err)
 		return true
 	}
-	envs := groupEnvelopes(ts, cmds)
+	envs := n.groupEnvelopes(ts, cmds)
 	start := time.Now()
 	n.prop.enqueue(&proposal{group: envs, at: start, cb: func(o outcome) {
 		if o.err == nil || !retryable(o.err) {
@@ -115,7 +115,7 @@ func (n *Node) ApplyGroupLocal(ctx context.Context, cmds []fsm.Command) ([]fsm.R
 	if err := n.refuseGroup(cmds); err != nil {
 		return nil, err
 	}
-	o := n.prop.await(ctx, &proposal{group: groupEnvelopes(ts, cmds), done: make(chan outcome, 1)})
+	o := n.prop.await(ctx, &proposal{group: n.groupEnvelopes(ts, cmds), done: make(chan outcome, 1)})
 	if o.err != nil {
 		return nil, o.err
 	}
@@ -144,19 +144,21 @@ func (n *Node) refuseGroup(cmds []fsm.Command) error {
 // checkGroupSize refuses a group whose commands' envelopes together are
 // over the node's entry limit (bigentry.go), as Apply refuses one command.
 // The server keeps groups well under it (server/pipeline.go), so this
-// refuses only a group from a member with another limit, whole.
+// refuses only a group from a member with another limit, whole. Each is
+// measured as the leader writes it (withRule: a folding command's flags
+// add a byte).
 func (n *Node) checkGroupSize(cmds []fsm.Command) error {
 	size := 0
 	for _, cmd := range cmds {
-		size += EntrySize(Entry{Cmd: cmd})
+		size += EntrySize(Entry{Cmd: n.withRule(cmd)})
 	}
 	return n.checkEntrySize(size)
 }
 
-func groupEnvelopes(ts int64, cmds []fsm.Command) [][]byte {
+func (n *Node) groupEnvelopes(ts int64, cmds []fsm.Command) [][]byte {
 	envs := make([][]byte, len(cmds))
 	for i, cmd := range cmds {
-		envs[i] = AppendEntry(nil, Entry{Time: ts, Cmd: cmd})
+		envs[i] = AppendEntry(nil, Entry{Time: ts, Cmd: n.withRule(cmd)}) // upgrade.go
 	}
 	return envs
 }
@@ -184,7 +186,7 @@ func (n *Node) forwardGroup(ctx context.Context, addr string, cmds []fsm.Command
 	}
 	envs := make([][]byte, len(cmds))
 	for i, cmd := range cmds {
-		envs[i] = AppendEntry(nil, Entry{Cmd: cmd})
+		envs[i] = AppendEntry(nil, Entry{Cmd: unmarked(cmd)}) // upgrade.go
 	}
 	r, err := c.roundTrip(ctx, [][]byte{[]byte(ForwardCommand), []byte(modeGroup), AppendBatch(nil, envs...)})
 	if err != nil {

@@ -50,7 +50,7 @@ func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	return n.route(ctx, func(ctx context.Context) (fsm.Result, error) { return n.ApplyLocal(ctx, cmd) },
 		func(ctx context.Context, addr string) (fsm.Result, error) {
 			if env == nil {
-				env = AppendEntry(nil, Entry{Cmd: cmd})
+				env = AppendEntry(nil, Entry{Cmd: unmarked(cmd)}) // upgrade.go
 			}
 			res, err := n.member.forwardEnv(ctx, addr, modeApply, env)
 			if err == nil {
@@ -164,6 +164,7 @@ func (n *Node) ApplyLocal(ctx context.Context, cmd fsm.Command) (fsm.Result, err
 	if !ok {
 		return fsm.Result{}, ErrNotLeader
 	}
+	cmd = n.withRule(cmd)
 	if err := n.refuseNewFormat(cmd); err != nil { // upgrade.go
 		return fsm.Result{}, err
 	}
@@ -198,6 +199,7 @@ func (n *Node) StartApply(cmd fsm.Command, done func(fsm.Result, error)) bool {
 	if !ok {
 		return false
 	}
+	cmd = n.withRule(cmd)
 	if err := n.refuseNewFormat(cmd); err != nil { // upgrade.go
 		go done(fsm.Result{}, err)
 		return true

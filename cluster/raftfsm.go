@@ -117,6 +117,10 @@ func (r *raftFSM) applyLocked(l *raft.Log) interface{} {
 	}
 	if isCommand(l.Data) {
 		e, err := DecodeEntry(l.Data)
+		if err != nil && errors.Is(err, ErrNewerEnvelope) && r.onNewer != nil {
+			r.refuseNewer(l, err) // a version-4 flag this build does not know
+			return nil
+		}
 		if err != nil {
 			r.corrupt(l, err)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/deadbolt/deadbolt/fsm"
 )
 
-// Rolling upgrades and downgrades (DESIGN.md, "Upgrades and downgrades").
+// Rolling upgrades and downgrades (UPGRADES.md, "Upgrades and downgrades").
 // Every build writes the oldest log envelope and snapshot format that
 // carries what it writes: a command is envelope version 1 unless a
 // restricted ACL user sent it (version 3), a batch version 2, a snapshot
@@ -30,6 +30,33 @@ import (
 // replicated state could carry. A node's own files (the stable store's
 // layout) are turned back by Downgrade (downgrade.go) before an older
 // build starts on them.
+
+// The rule a leader writes under: function names compare without case
+// (Redis 7.0's), marked on each command whose outcome depends on it
+// (fsm.NamesFunctions) and so written in envelope version 4; with
+// PreserveDowngrade the old rule (exact case), in the envelope an older
+// build reads. The mark is the leader's alone: a follower forwards
+// commands unmarked (so an older leader can decode them), and a leader
+// marks what it proposes whatever it was sent. What this node serves
+// outside the log (a script while writes are refused) follows the same
+// rule, as the entry it would have written.
+
+// foldsFunctionNames reports the rule this node writes and reads under.
+func (n *Node) foldsFunctionNames() bool { return !n.cfg.PreserveDowngrade }
+
+// withRule returns cmd marked with the rule this node writes under as
+// leader.
+func (n *Node) withRule(cmd fsm.Command) fsm.Command {
+	cmd.FoldFunctionNames = n.foldsFunctionNames() && fsm.NamesFunctions(cmd)
+	return cmd
+}
+
+// unmarked returns cmd as a follower forwards it: the leader decides the
+// rule (withRule).
+func unmarked(cmd fsm.Command) fsm.Command {
+	cmd.FoldFunctionNames = false
+	return cmd
+}
 
 // preservedSnapshotVersion is the highest snapshot format written with
 // PreserveDowngrade: what builds before lock shapes read.
@@ -90,7 +117,7 @@ func preserveRefusal(what string) error {
 var ErrNewerEnvelope = errors.New("cluster: log entry in an envelope version this build does not know (written by a newer build)")
 
 // newestEnvelope is the newest envelope version this build knows.
-const newestEnvelope = userVersion
+const newestEnvelope = flagsVersion
 
 // unknownVersion is the error for an entry whose version byte is no
 // envelope this build decodes.

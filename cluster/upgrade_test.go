@@ -27,6 +27,10 @@ func TestRefuseNewFormat(t *testing.T) {
 		{Args: args("__setconfig", "notify-keyspace-events", "KEA")},
 		{Tx: [][][]byte{args("SET", "k", "v"), args("DEL", "k")}},
 		{Args: args("__tick")},
+		// function commands: written in version 1 under the old rule
+		{Args: args("FCALL", "abc", "0")},
+		{Args: args("FUNCTION", "LOAD", "#!lua name=x\n")},
+		{Tx: [][][]byte{args("FCALL_RO", "abc", "0")}},
 	}
 	for _, c := range allowed {
 		if err := n.refuseNewFormat(c); err != nil {

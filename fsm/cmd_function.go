@@ -81,7 +81,7 @@ func cmdFunction(c *Ctx, args [][]byte) resp.Reply {
 			return resp.Err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
 		}
 		c.mustWrite()
-		c.f.libraries, c.f.functions = nil, nil
+		c.f.clearLibraries()
 		c.f.lua.DropLibrary("")
 		return resp.OK
 	case "list":
@@ -166,67 +166,12 @@ func functionLoad(c *Ctx, args [][]byte) resp.Reply {
 	if len(args) == 1 {
 		code = args[0]
 	}
-	name, r := c.f.loadLibrary(code, replace, nil)
+	name, r := c.f.loadLibrary(code, replace, ruleOf(c.foldNames))
 	if r.IsError() {
 		return r
 	}
 	c.mustWrite()
 	return resp.BulkString(name)
-}
-
-// loadLibrary checks and loads a library and, when it loads, keeps it.
-// others, when set, holds the libraries a RESTORE brings with it.
-func (f *FSM) loadLibrary(code []byte, replace bool, others map[string]*library) (string, resp.Reply) {
-	name, msg := f.lua.ParseLibraryMeta(code)
-	if msg != "" {
-		return "", resp.Err(msg)
-	}
-	if !replace && f.libraries[name] != nil {
-		return "", resp.Err("ERR Library '" + name + "' already exists")
-	}
-	fns, r := f.lua.LoadLibrary(name, code)
-	if r.IsError() {
-		return "", r
-	}
-	for _, fn := range fns {
-		owner, ok := f.functions[fn.Name]
-		if !ok && others != nil {
-			for _, o := range others {
-				for _, ofn := range o.functions {
-					if ofn.Name == fn.Name && o.name != name {
-						owner, ok = o.name, true
-					}
-				}
-			}
-		}
-		if ok && owner != name {
-			return "", resp.Err("ERR Function " + fn.Name + " already exists")
-		}
-	}
-	f.dropLibrary(name)
-	f.lua.KeepLibrary(name)
-	lib := &library{name: name, code: append([]byte(nil), code...), functions: fns}
-	if f.libraries == nil {
-		f.libraries, f.functions = map[string]*library{}, map[string]string{}
-	}
-	f.libraries[name] = lib
-	for _, fn := range fns {
-		f.functions[fn.Name] = name
-	}
-	return name, resp.NilReply
-}
-
-// dropLibrary forgets a library and its functions.
-func (f *FSM) dropLibrary(name string) {
-	lib := f.libraries[name]
-	if lib == nil {
-		return
-	}
-	for _, fn := range lib.functions {
-		delete(f.functions, fn.Name)
-	}
-	delete(f.libraries, name)
-	f.lua.DropLibrary(name)
 }
 
 func (f *FSM) sortedLibraries() []*library {
@@ -294,20 +239,6 @@ func functionList(c *Ctx, args [][]byte) resp.Reply {
 	return resp.ArrayReply(out...)
 }
 
-// functionMeta returns the registered function of that name.
-func (f *FSM) functionMeta(name string) (FunctionMeta, bool) {
-	libName, ok := f.functions[name]
-	if !ok {
-		return FunctionMeta{}, false
-	}
-	for _, fn := range f.libraries[libName].functions {
-		if fn.Name == name {
-			return fn, true
-		}
-	}
-	return FunctionMeta{}, false
-}
-
 // cmdFcall is FCALL and FCALL_RO function numkeys key... arg....
 func cmdFcall(c *Ctx, args [][]byte) resp.Reply {
 	roCmd := optEq(args[0], "fcall_ro")
@@ -324,11 +255,10 @@ func cmdFcall(c *Ctx, args [][]byte) resp.Reply {
 	if c.f.lua == nil {
 		return resp.Err("ERR scripting is not available")
 	}
-	meta, ok := c.f.functionMeta(string(args[1]))
+	meta, libName, ok := c.f.lookupFunction(args[1], c.foldNames)
 	if !ok {
 		return resp.Err("ERR Function not found")
 	}
-	libName := c.f.functions[meta.Name]
 	lib := c.f.libraries[libName]
 	if roCmd && !meta.noWrites() {
 		return resp.Err("ERR Can not execute a script with write flag using *_ro command.")

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"log/slog"
 	"sync/atomic"
 
 	"github.com/deadbolt/deadbolt/acl"
@@ -21,6 +22,13 @@ type Command struct {
 	// restrictions; what its scripts call is checked against that user's
 	// permissions as the state machine holds them (acl.go).
 	User string
+	// FoldFunctionNames: function names compare without case for this
+	// command (Redis 7.0's rule): FCALL, FCALL_RO, FUNCTION LOAD and
+	// FUNCTION RESTORE, alone or queued in MULTI (function_names.go). The
+	// leader sets it on what it writes under that rule (cluster's envelope
+	// version 4); a command without it, written before the rule or with
+	// --preserve-downgrade, compares them with case, as it did then.
+	FoldFunctionNames bool
 	// Encoded: the caller takes KEYS's reply over a large database
 	// (walk.go) and SCAN's already encoded (resp.Encoded, in pieces) and
 	// hands it to a client as it is. Never set where the reply's elements
@@ -139,13 +147,20 @@ type FSM struct {
 	users    *acl.Users                 // ACL users (acl.go)
 	aclPub   *atomic.Pointer[acl.Users] // users, for readers outside the apply path
 	// libraries are the function libraries by name, functions the library
-	// of each function (cmd_function.go); nil while there are none.
+	// of each function by exact name, folded by lower-case name
+	// (function_names.go); nil while there are none.
 	libraries map[string]*library
 	functions map[string]string
-	notify    int      // notify-keyspace-events' classes
-	applyCtx  Ctx      // reused by Apply (one at a time), so it allocates none
-	calls     uint64   // commands run (applied, read, from scripts); cmd_bit.go's bitOwner uses it
-	bitOwner  bitOwner // the string the bit commands may change in place (cmd_bit.go)
+	folded    map[string]string
+	// functionClash: two libraries hold names that differ only in case
+	// (left by commands of the old rule, or restored from them): a
+	// folded look-up or a dropped library then looks past f.folded.
+	// Recomputed when a library is dropped (sharesFoldedName).
+	functionClash bool
+	notify        int      // notify-keyspace-events' classes
+	applyCtx      Ctx      // reused by Apply (one at a time), so it allocates none
+	calls         uint64   // commands run (applied, read, from scripts); cmd_bit.go's bitOwner uses it
+	bitOwner      bitOwner // the string the bit commands may change in place (cmd_bit.go)
 	// lockStats counts lock events as they are applied (locks.go): this
 	// node's observations, not state; a restore keeps them.
 	lockStats lockStats
@@ -161,6 +176,9 @@ type Options struct {
 	// Users are the ACL users until the log sets others (acl.go); nil for
 	// the default user alone.
 	Users *acl.Users
+	// Logger gets warnings (a snapshot restore's, function_names.go);
+	// nil for none.
+	Logger *slog.Logger
 }
 
 // New returns an empty state machine.
@@ -230,6 +248,7 @@ func (c *Ctx) run(cmd Command) Result {
 	}
 	c.selectDB(cmd.DB)
 	c.user = cmd.User
+	c.foldNames = cmd.FoldFunctionNames
 	c.encoded = cmd.Encoded && len(cmd.Args) > 0 && optEq(cmd.Args[0], "scan")
 	if r, ok := c.oomRefusal(cmd); !ok {
 		return Result{Reply: r, DB: cmd.DB}
@@ -271,8 +290,10 @@ type Ctx struct {
 	script   scriptRun // the script being run, if any (cmd_script.go)
 	txIndex  int       // 1-based position in the transaction being applied
 	effects  []Publish
-	user     string      // the ACL user running the command (Command.User)
-	denials  []ACLDenial // script calls that user was refused
+	user     string // the ACL user running the command (Command.User)
+	// foldNames: function names compare without case (Command.FoldFunctionNames)
+	foldNames bool
+	denials   []ACLDenial // script calls that user was refused
 	// startVersion is the state's version before the command: a key with
 	// a later version changed during it (locks.go).
 	startVersion uint64

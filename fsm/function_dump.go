@@ -203,7 +203,7 @@ func functionRestore(c *Ctx, args [][]byte) resp.Reply {
 	scratch := &FSM{lua: c.f.lua}
 	incoming := map[string]*library{}
 	for _, code := range codes {
-		name, r := scratch.loadLibrary(code, false, nil)
+		name, r := scratch.loadLibrary(code, false, ruleOf(c.foldNames))
 		if r.IsError() {
 			c.f.reloadKept()
 			return r
@@ -212,7 +212,7 @@ func functionRestore(c *Ctx, args [][]byte) resp.Reply {
 	}
 	c.mustWrite()
 	if policy == "flush" {
-		c.f.libraries, c.f.functions = nil, nil
+		c.f.clearLibraries()
 	}
 	for _, lib := range scratch.sortedLibraries() {
 		if old := c.f.libraries[lib.name]; old != nil && policy == "append" {
@@ -222,21 +222,25 @@ func functionRestore(c *Ctx, args [][]byte) resp.Reply {
 	}
 	for _, lib := range scratch.sortedLibraries() {
 		for _, fn := range lib.functions {
-			if owner, ok := c.f.functions[fn.Name]; ok && owner != lib.name && !(policy == "replace" && incoming[owner] != nil) {
+			if _, ok := c.f.functionHolder(fn.Name, c.foldNames, func(owner string) bool {
+				return owner == lib.name || policy == "replace" && incoming[owner] != nil
+			}); ok {
 				c.f.reloadKept()
 				return resp.Err("ERR Function " + fn.Name + " already exists")
 			}
 		}
 	}
+	if c.foldNames {
+		// every replaced library goes first, so that none takes its names
+		// from a library restored before it (the old rule's commands keep
+		// the build before's order: dropLibrary)
+		for _, lib := range scratch.sortedLibraries() {
+			c.f.dropLibrary(lib.name)
+		}
+	}
 	for _, lib := range scratch.sortedLibraries() {
 		c.f.dropLibrary(lib.name)
-		if c.f.libraries == nil {
-			c.f.libraries, c.f.functions = map[string]*library{}, map[string]string{}
-		}
-		c.f.libraries[lib.name] = lib
-		for _, fn := range lib.functions {
-			c.f.functions[fn.Name] = lib.name
-		}
+		c.f.addLibrary(lib)
 	}
 	c.f.lua.DropLibrary("") // loaded again by the calls that need them
 	return resp.OK

@@ -123,7 +123,7 @@ func (f *FSM) OverMaxmemoryFunc() func() bool { return f.mem.over.Load }
 // refused writes do not fill the log; the decision that counts is still
 // the one each node makes when it applies an entry.
 func (f *FSM) MemoryRefusal(cmd Command) (r resp.Reply, ok bool) {
-	c := &Ctx{f: f, readOnly: true, oom: f.mem.overLimit()}
+	c := &Ctx{f: f, readOnly: true, oom: f.mem.overLimit(), foldNames: cmd.FoldFunctionNames}
 	return c.oomRefusal(cmd)
 }
 
@@ -287,16 +287,8 @@ func (c *Ctx) deniedOnOOM(spec *Spec, args [][]byte) bool {
 			s, ok := c.f.script(args[1])
 			return ok && scriptDeniesOOM(s.body)
 		case "fcall", "fcall_ro":
-			lib, ok := c.f.functions[string(args[1])]
-			if !ok {
-				return false
-			}
-			for _, fn := range c.f.libraries[lib].functions {
-				if fn.Name == string(args[1]) {
-					return !slices.Contains(fn.Flags, "allow-oom") && !fn.noWrites()
-				}
-			}
-			return false
+			fn, ok := c.f.functionMeta(args[1], c.foldNames)
+			return ok && !slices.Contains(fn.Flags, "allow-oom") && !fn.noWrites()
 		}
 	}
 	return hasFlag(acl.LookupArgs(args), "denyoom")

@@ -439,11 +439,12 @@ func (f *FSM) Restore(r io.Reader) error {
 		n.lua.Forget()
 		n.lua.DropLibrary("")
 		for _, code := range libCodes {
-			if _, r := n.loadLibrary(code, false, nil); r.IsError() {
+			if _, r := n.loadLibrary(code, false, restoredNames); r.IsError() {
 				n.lua.DropLibrary("") // f's libraries load again when called
 				return fmt.Errorf("%w: a function library does not load: %s", ErrSnapshotFormat, r.String())
 			}
 		}
+		n.warnSharedFunctionNames()
 	}
 	n.aclPub = f.aclPub
 	n.mem.over = f.mem.over

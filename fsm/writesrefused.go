@@ -49,7 +49,7 @@ func (f *FSM) RunsWhileWritesRefused(cmd Command) bool {
 		// A no-writes function runs here outside the log, in a fresh copy
 		// of its library (cmdFcall, luaexec's CallFunctionApart), so it
 		// cannot change the library's kept closures on this node only.
-		meta, ok := f.functionMeta(string(args[1]))
+		meta, ok := f.functionMeta(args[1], cmd.FoldFunctionNames)
 		return !ok || meta.noWrites()
 	case "script":
 		// SCRIPT LOAD of a script already cached changes nothing (Redis
@@ -96,6 +96,7 @@ func (f *FSM) ReadWritesRefused(now int64, cmd Command, refusal string) Result {
 	c := &Ctx{f: f, now: now, readOnly: true, writeRefusal: refusal}
 	c.selectDB(cmd.DB)
 	c.user = cmd.User
+	c.foldNames = cmd.FoldFunctionNames
 	spec, ok := Lookup(cmd.Args[0])
 	if !ok || spec.Flags&Scripting == 0 || !spec.arityOK(len(cmd.Args)) {
 		return Result{Reply: resp.Err(msgWriteInRead), DB: cmd.DB}

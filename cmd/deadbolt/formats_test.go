@@ -23,8 +23,10 @@ import (
 // TestProcessNewerFormatsRefused: a build that meets a log entry or a
 // snapshot of a format it does not know refuses to start, naming what it
 // met, and applies nothing of it: this build against an envelope and a
-// snapshot version above its own, and the older build (oldCommit) against
-// this build's envelope version 3 (a restricted ACL user's command).
+// snapshot version above its own, the older build (oldCommit) against
+// this build's envelope version 3 (a restricted ACL user's command), and
+// the build before version 4 (preFlagsCommit) against a folding FCALL,
+// alone and in a batch.
 func TestProcessNewerFormatsRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
@@ -152,6 +154,33 @@ func TestProcessNewerFormatsRefused(t *testing.T) {
 		// The older build knows no version 3: it stops at the entry
 		// (a panic naming it, in that build) rather than apply it.
 		refused(t, oldBin, p, "does not decode", "unknown version")
+	})
+	t.Run("build before version 4, a folding FCALL", func(t *testing.T) {
+		// That build knows ErrNewerEnvelope: it names the version and
+		// stops, having applied nothing of the entry.
+		preBin := buildPreFlags(t)
+		p, data := stopped(t, preBin)
+		env := cluster.AppendEntry(nil, cluster.Entry{Time: 1, Cmd: fsm.Command{Args: [][]byte{[]byte("FCALL"), []byte("abc"), []byte("0")}, FoldFunctionNames: true}})
+		if env[0] != 4 {
+			t.Fatalf("a marked FCALL in envelope %d", env[0])
+		}
+		next := appendEntry(t, data, env)
+		refused(t, preBin, p, "log entry "+itoa(next), "version 4", "written by a newer build")
+	})
+	t.Run("build before version 4, a batch holding a folding FCALL", func(t *testing.T) {
+		// A group (pipeline.go) is a batch (version 2) of envelopes: one
+		// of version 4 in it stops that build at the whole entry, by
+		// name, before the SET beside it is applied.
+		preBin := buildPreFlags(t)
+		p, data := stopped(t, preBin)
+		set := cluster.AppendEntry(nil, cluster.Entry{Time: 1, Cmd: fsm.Command{Args: [][]byte{[]byte("SET"), []byte("k"), []byte("evil")}}})
+		fc := cluster.AppendEntry(nil, cluster.Entry{Time: 1, Cmd: fsm.Command{Args: [][]byte{[]byte("FCALL"), []byte("abc"), []byte("0")}, FoldFunctionNames: true}})
+		batch := cluster.AppendBatch(nil, set, fc)
+		if set[0] != 1 || fc[0] != 4 || batch[0] != 2 {
+			t.Fatalf("envelopes %d and %d in a batch %d", set[0], fc[0], batch[0])
+		}
+		next := appendEntry(t, data, batch)
+		refused(t, preBin, p, "log entry "+itoa(next), "batch command 1", "version 4", "written by a newer build")
 	})
 }
 

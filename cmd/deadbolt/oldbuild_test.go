@@ -25,14 +25,34 @@ func buildOld(t *testing.T) string {
 	if bin := os.Getenv("DEADBOLT_OLD_BIN"); bin != "" {
 		return bin
 	}
+	return buildAt(t, oldCommit)
+}
+
+// preFlagsCommit is the last commit of main before envelope version 4
+// (function names that fold): a build that knows envelopes 1 to 3.
+const preFlagsCommit = "cce4561f0ae0ed2c498bfebeb2464cee500e8444"
+
+// buildPreFlags returns a binary of preFlagsCommit: DEADBOLT_PREFLAGS_BIN
+// if set (as DEADBOLT_OLD_BIN for oldCommit), else buildAt's.
+func buildPreFlags(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("DEADBOLT_PREFLAGS_BIN"); bin != "" {
+		return bin
+	}
+	return buildAt(t, preFlagsCommit)
+}
+
+// buildAt builds cmd/deadbolt at rev, as buildOld says.
+func buildAt(t *testing.T, rev string) string {
+	t.Helper()
 	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil {
 		missingOld(t, "not in a git checkout: "+err.Error())
 	}
 	repo := strings.TrimSpace(string(top))
-	full, err := exec.Command("git", "-C", repo, "rev-parse", "--verify", "--quiet", oldCommit+"^{commit}").Output()
+	full, err := exec.Command("git", "-C", repo, "rev-parse", "--verify", "--quiet", rev+"^{commit}").Output()
 	if err != nil {
-		missingOld(t, "commit "+oldCommit+" is not in this clone (a shallow clone? fetch the full history: git fetch --unshallow)")
+		missingOld(t, "commit "+rev+" is not in this clone (a shallow clone? fetch the full history: git fetch --unshallow)")
 	}
 	commit := strings.TrimSpace(string(full))
 	cache, err := os.UserCacheDir()
@@ -70,4 +90,17 @@ func missingOld(t *testing.T, why string) {
 		t.Fatalf("upgrade test: %s", why)
 	}
 	t.Skipf("upgrade test: %s", why)
+}
+
+// TestOldBuildEnvOverrides: DEADBOLT_OLD_BIN and DEADBOLT_PREFLAGS_BIN
+// name a prebuilt binary, and nothing is built.
+func TestOldBuildEnvOverrides(t *testing.T) {
+	t.Setenv("DEADBOLT_OLD_BIN", "/nonexistent/old")
+	t.Setenv("DEADBOLT_PREFLAGS_BIN", "/nonexistent/preflags")
+	if got := buildOld(t); got != "/nonexistent/old" {
+		t.Errorf("buildOld: %s", got)
+	}
+	if got := buildPreFlags(t); got != "/nonexistent/preflags" {
+		t.Errorf("buildPreFlags: %s", got)
+	}
 }
