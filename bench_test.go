@@ -17,6 +17,17 @@ import (
 // parallel clients each on its own lock.
 func BenchmarkLockUnlock(b *testing.B) { benchLockUnlock(b, RunT(b), nil) }
 
+// BenchmarkClusterLockUnlock is BenchmarkLockUnlock against the leader of
+// an in-process three-node cluster with data on disk: every pair is two
+// Raft entries (or a share of batched ones) fsynced on a quorum. Its
+// allocs/op counts the go-redis clients too; a memory profile separates
+// the server's stacks (server/, cluster/, fsm/, luaexec/) from theirs.
+func BenchmarkClusterLockUnlock(b *testing.B) {
+	b.ReportAllocs()
+	c := RunClusterT(b, 3)
+	benchLockUnlock(b, c.Nodes[c.WaitLeader()], nil)
+}
+
 // BenchmarkLockUnlockMetrics is BenchmarkLockUnlock with the HTTP
 // endpoint on and scraped every 100 ms (Prometheus usually scrapes every
 // 15 s): the commands should run as fast as without it.

@@ -48,9 +48,15 @@ type proposal struct {
 	done  chan outcome // buffered: the answer never waits for the caller
 	// cb, if set, takes the answer instead of done (submit), once:
 	// answered guards it, since the sweeper may answer first.
-	cb       func(outcome)
-	answered atomic.Bool
-	at       time.Time // when it was queued (submit)
+	cb func(outcome)
+	// applyDone, if set, takes the answer instead, through
+	// Node.applyOutcome (StartApply): the proposal carries the command's
+	// callback itself, which saves the closure cb would be, one heap
+	// object for every command the leader's clients send.
+	applyDone func(fsm.Result, error)
+	node      *Node
+	answered  atomic.Bool
+	at        time.Time // when it was queued (submit)
 	// Under proposer.mu:
 	taken     bool // in an entry handed to raft
 	abandoned bool // its caller gave up before it was taken
@@ -193,14 +199,22 @@ func (p *proposer) enqueue(pr *proposal) {
 
 // deliver hands pr its outcome; a callback gets only the first.
 func (pr *proposal) deliver(o outcome) {
-	if pr.cb != nil {
+	if pr.async() {
 		if pr.answered.CompareAndSwap(false, true) {
-			pr.cb(o)
+			if pr.applyDone != nil {
+				pr.node.applyOutcome(pr, o)
+			} else {
+				pr.cb(o)
+			}
 		}
 		return
 	}
 	pr.done <- o
 }
+
+// async tells whether pr was submitted with a callback rather than a
+// channel (submit, StartApply).
+func (pr *proposal) async() bool { return pr.cb != nil || pr.applyDone != nil }
 
 // sweepLoop bounds how long a submitted command waits, as a waiting
 // caller's context does for propose: one still queued after the timeout
@@ -229,7 +243,7 @@ func (p *proposer) sweep(now time.Time) {
 	var late []*proposal
 	p.mu.Lock()
 	for _, pr := range p.queue {
-		if pr.cb != nil && !pr.abandoned && now.Sub(pr.at) > p.timeout {
+		if pr.async() && !pr.abandoned && now.Sub(pr.at) > p.timeout {
 			pr.abandoned = true
 			late = append(late, pr)
 		}
@@ -241,11 +255,11 @@ func (p *proposer) sweep(now time.Time) {
 	late = late[:0]
 	p.flyMu.Lock()
 	for _, e := range p.flying {
-		if first := e.props[0]; first.cb != nil && now.Sub(first.at) <= p.timeout {
+		if first := e.props[0]; first.async() && now.Sub(first.at) <= p.timeout {
 			break // queued in order: the rest are younger
 		}
 		for _, pr := range e.props {
-			if pr.cb != nil && !pr.answered.Load() && now.Sub(pr.at) > p.timeout {
+			if pr.async() && !pr.answered.Load() && now.Sub(pr.at) > p.timeout {
 				late = append(late, pr)
 			}
 		}

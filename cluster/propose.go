@@ -221,28 +221,34 @@ func (n *Node) StartApply(cmd fsm.Command, done func(fsm.Result, error)) bool {
 		return true
 	}
 	env := AppendEntry(nil, Entry{Time: ts, Cmd: cmd})
-	start := time.Now()
-	n.prop.submit(env, func(o outcome) {
-		if o.err == nil || !retryable(o.err) {
-			done(o.res, o.err)
-			return
-		}
-		if time.Since(start) >= n.cfg.CommandTimeout {
-			// Not proposed within the time a command may wait (the
-			// proposer's sweeper gave up on it): as route's deadline.
-			done(fsm.Result{}, ErrNoLeader)
-			return
-		}
-		go func() {
-			e, err := DecodeEntry(env)
-			if err != nil {
-				done(fsm.Result{}, err)
-				return
-			}
-			done(n.Apply(context.Background(), e.Cmd))
-		}()
-	})
+	n.prop.enqueue(&proposal{env: env, at: time.Now(), applyDone: done, node: n})
 	return true
+}
+
+// applyOutcome answers a command StartApply proposed: its outcome, or, if
+// the proposal could be retried (no leader took it), the command again by
+// Apply, which waits for a leader, unless the command has waited its
+// CommandTimeout already (the proposer's sweeper gave up on it: as
+// route's deadline).
+func (n *Node) applyOutcome(pr *proposal, o outcome) {
+	done := pr.applyDone
+	if o.err == nil || !retryable(o.err) {
+		done(o.res, o.err)
+		return
+	}
+	if time.Since(pr.at) >= n.cfg.CommandTimeout {
+		done(fsm.Result{}, ErrNoLeader)
+		return
+	}
+	env := pr.env
+	go func() {
+		e, err := DecodeEntry(env)
+		if err != nil {
+			done(fsm.Result{}, err)
+			return
+		}
+		done(n.Apply(context.Background(), e.Cmd))
+	}()
 }
 
 // readIndex makes a read on this leader linearizable without a log entry

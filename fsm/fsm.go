@@ -75,7 +75,7 @@ type Result struct {
 // SetReceivers records how many subscribers each effect reached, as the
 // node counted when it delivered them: Receivers is the total (a top-level
 // PUBLISH replies with it), and a PUBLISH inside MULTI gets its own count
-// in the EXEC reply.
+// in the EXEC reply. Nil counts mean none was reached.
 func (r *Result) SetReceivers(counts []int) {
 	r.Receivers = 0
 	for i, n := range counts {

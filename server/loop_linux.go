@@ -48,11 +48,12 @@ type eventLoop struct {
 	epf   *os.File
 
 	// Loop goroutine only.
-	conns  map[int32]*conn
-	dirty  []*conn   // connections with output to write this pass
-	ready  []*conn   // connections whose buffered requests may run again
-	now    time.Time // when this pass began: the commands' arrival time
-	events [128]syscall.EpollEvent
+	conns      map[int32]*conn
+	dirty      []*conn   // connections with output to write this pass
+	spareDirty []*conn   // the emptied list of the pass before (flush)
+	ready      []*conn   // connections whose buffered requests may run again
+	now        time.Time // when this pass began: the commands' arrival time
+	events     [128]syscall.EpollEvent
 
 	mu      sync.Mutex
 	tasks   []loopTask
@@ -536,14 +537,20 @@ func (l *eventLoop) flush() {
 				l.process(c)
 			}
 		}
+		// The list is swapped with the previous pass's, emptied,
+		// rather than dropped: a write can mark connections dirty
+		// again (into the other one), and neither is allocated anew
+		// each pass.
 		dirty := l.dirty
-		l.dirty = nil
+		l.dirty = l.spareDirty[:0]
 		for _, c := range dirty {
 			c.lc.dirty = false
 			if !c.lc.closed {
 				l.write(c)
 			}
 		}
+		clear(dirty)
+		l.spareDirty = dirty[:0]
 	}
 }
 

@@ -205,11 +205,23 @@ func (h *Hub) Deliver(msgs []fsm.Publish) int {
 
 // DeliverEach sends each message to this node's subscribers: channel
 // subscribers, then pattern subscribers (SPUBLISH: shard channel
-// subscribers). It returns the number of deliveries of each message.
+// subscribers). It returns the number of deliveries of each message, or
+// nil when none was delivered (the usual case: a Redisson unlock publishes
+// to a channel nobody on this node listens to), which saves an allocation
+// on every node for every such command.
 func (h *Hub) DeliverEach(msgs []fsm.Publish) []int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	counts := make([]int, len(msgs))
+	var counts []int
+	set := func(i, n int) {
+		if n == 0 {
+			return
+		}
+		if counts == nil {
+			counts = make([]int, len(msgs))
+		}
+		counts[i] = n
+	}
 	for i, m := range msgs {
 		n := 0
 		if m.Shard {
@@ -218,7 +230,7 @@ func (h *Hub) DeliverEach(msgs []fsm.Publish) []int {
 					n++
 				}
 			}
-			counts[i] = n
+			set(i, n)
 			h.delivered.Add(int64(n))
 			continue
 		}
@@ -239,7 +251,7 @@ func (h *Hub) DeliverEach(msgs []fsm.Publish) []int {
 				}
 			}
 		}
-		counts[i] = n
+		set(i, n)
 		h.delivered.Add(int64(n))
 	}
 	return counts
