@@ -22,10 +22,7 @@ const oldCommit = "d5c42b3db007183bd145bb7d11c37c41adad037b"
 // it elsewhere.
 func buildOld(t *testing.T) string {
 	t.Helper()
-	if bin := os.Getenv("DEADBOLT_OLD_BIN"); bin != "" {
-		return bin
-	}
-	return buildAt(t, oldCommit)
+	return prebuiltOr(t, "DEADBOLT_OLD_BIN", oldCommit)
 }
 
 // preFlagsCommit is the last commit of main before envelope version 4
@@ -36,10 +33,17 @@ const preFlagsCommit = "cce4561f0ae0ed2c498bfebeb2464cee500e8444"
 // if set (as DEADBOLT_OLD_BIN for oldCommit), else buildAt's.
 func buildPreFlags(t *testing.T) string {
 	t.Helper()
-	if bin := os.Getenv("DEADBOLT_PREFLAGS_BIN"); bin != "" {
+	return prebuiltOr(t, "DEADBOLT_PREFLAGS_BIN", preFlagsCommit)
+}
+
+// prebuiltOr returns the binary the environment variable env names, if
+// set, else buildAt's for rev.
+func prebuiltOr(t *testing.T, env, rev string) string {
+	t.Helper()
+	if bin := os.Getenv(env); bin != "" {
 		return bin
 	}
-	return buildAt(t, preFlagsCommit)
+	return buildAt(t, rev)
 }
 
 // buildAt builds cmd/deadbolt at rev, as buildOld says.
