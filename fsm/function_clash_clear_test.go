@@ -1,9 +1,6 @@
 package fsm
 
-import (
-	"bytes"
-	"testing"
-)
+import "testing"
 
 // functionClash (two libraries holding one name in any case, left by
 // old-rule commands) sends every folding look-up through the libraries in
@@ -14,16 +11,12 @@ import (
 func TestFunctionClashClearsWhenDropped(t *testing.T) {
 	f := New(Options{})
 	defer f.Close()
-	for _, c := range []string{
+	applyAll(t, f, splitAll( // old rule: allowed
 		`FUNCTION LOAD "#!lua name=a\nredis.register_function('abc', function() return 'a' end)"`,
 		`FUNCTION LOAD "#!lua name=b\nredis.register_function('ABC', function() return 'b' end)"`,
 		`FUNCTION LOAD "#!lua name=c\nredis.register_function('Abc', function() return 'c' end)"`,
 		`FUNCTION LOAD "#!lua name=d\nredis.register_function('other', function() return 'd' end)"`,
-	} {
-		if r := f.Apply(1000, Command{Args: ctSplit(c)}).Reply; r.IsError() { // old rule: allowed
-			t.Fatal(r.String())
-		}
-	}
+	)...)
 	steps := []struct {
 		cmd   string
 		clash bool
@@ -36,22 +29,12 @@ func TestFunctionClashClearsWhenDropped(t *testing.T) {
 		t.Fatal("no clash after old-rule loads of abc, ABC and Abc")
 	}
 	for _, s := range steps {
-		if r := f.Apply(1000, Command{Args: ctSplit(s.cmd)}).Reply; r.IsError() {
-			t.Fatalf("%s: %s", s.cmd, r.String())
-		}
+		applyAll(t, f, ctSplit(s.cmd))
 		if f.functionClash != s.clash {
 			t.Errorf("after %s: functionClash %v, want %v", s.cmd, f.functionClash, s.clash)
 		}
 	}
-	var buf bytes.Buffer
-	if err := f.Snapshot(&buf); err != nil {
-		t.Fatal(err)
-	}
-	r := New(Options{})
-	defer r.Close()
-	if err := r.Restore(bytes.NewReader(buf.Bytes())); err != nil {
-		t.Fatal(err)
-	}
+	r := restoredCopy(t, f, Options{})
 	name := []byte("ABC")
 	for which, n := range map[string]*FSM{"replayed": f, "restored": r} {
 		if fn, lib, ok := n.lookupFunction(name, true); !ok || lib != "a" || fn.Name != "abc" {
@@ -79,11 +62,7 @@ func BenchmarkFunctionLookupFolded(b *testing.B) {
 			if clashed {
 				cmds = append(cmds, `FUNCTION LOAD "#!lua name=b\nredis.register_function('ABC', function() return 'b' end)"`, `FUNCTION DELETE b`)
 			}
-			for _, c := range cmds {
-				if r := f.Apply(1000, Command{Args: ctSplit(c)}).Reply; r.IsError() {
-					b.Fatal(r.String())
-				}
-			}
+			applyAll(b, f, splitAll(cmds...)...)
 			name := []byte("abc")
 			b.ReportAllocs()
 			for b.Loop() {

@@ -1,9 +1,6 @@
 package fsm
 
-import (
-	"bytes"
-	"testing"
-)
+import "testing"
 
 // FUNCTION RESTORE REPLACE that moves a function from library x to a
 // library restored before it (a < x): the build before the rule lost the
@@ -15,14 +12,10 @@ import (
 func TestFunctionRestoreMoveExact(t *testing.T) {
 	src := New(Options{})
 	defer src.Close()
-	for _, c := range []string{
+	applyAll(t, src, splitAll(
 		`FUNCTION LOAD "#!lua name=x\nredis.register_function('bar', function() return 'x' end)"`,
 		`FUNCTION LOAD "#!lua name=a\nredis.register_function('foo', function() return 'a' end)"`,
-	} {
-		if r := src.Apply(1000, Command{Args: ctSplit(c)}).Reply; r.IsError() {
-			t.Fatal(r.String())
-		}
-	}
+	)...)
 	payload := src.Apply(1000, Command{Args: ctSplit(`FUNCTION DUMP`)}).Reply.Str
 	f := New(Options{})
 	defer f.Close()
@@ -51,15 +44,7 @@ func TestFunctionRestoreMoveExact(t *testing.T) {
 // one z, and after the old rule's FUNCTION DELETE a, nothing. A folding
 // RESTORE REPLACE that moves a function keeps it found.
 func restoreMoveFolding(t *testing.T, lost *FSM, payload []byte) {
-	var buf bytes.Buffer
-	if err := lost.Snapshot(&buf); err != nil {
-		t.Fatal(err)
-	}
-	restored := New(Options{})
-	defer restored.Close()
-	if err := restored.Restore(bytes.NewReader(buf.Bytes())); err != nil {
-		t.Fatalf("restoring two libraries holding foo: %v", err)
-	}
+	restored := restoredCopy(t, lost, Options{})
 	for _, s := range []struct {
 		fold      bool
 		cmd, want string

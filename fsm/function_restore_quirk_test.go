@@ -24,36 +24,20 @@ import (
 func TestFunctionExactQuirkReplayVsRestore(t *testing.T) {
 	src := New(Options{})
 	defer src.Close()
-	for _, c := range []string{
+	applyAll(t, src, splitAll(
 		`FUNCTION LOAD "#!lua name=x\nredis.register_function('bar', function() return 'x' end)"`,
 		`FUNCTION LOAD "#!lua name=m\nredis.register_function('foo', function() return 'm' end)"`,
-	} {
-		if r := src.Apply(1000, Command{Args: ctSplit(c)}).Reply; r.IsError() {
-			t.Fatal(r.String())
-		}
-	}
+	)...)
 	payload := src.Apply(1000, Command{Args: ctSplit(`FUNCTION DUMP`)}).Reply.Str
 	f := New(Options{})
 	defer f.Close()
-	for _, c := range [][][]byte{
+	applyAll(t, f,
 		ctSplit(`FUNCTION LOAD "#!lua name=x\nredis.register_function('foo', function() return 'old x' end)"`),
-		{[]byte("FUNCTION"), []byte("RESTORE"), payload, []byte("REPLACE")},
+		[][]byte{[]byte("FUNCTION"), []byte("RESTORE"), payload, []byte("REPLACE")},
 		ctSplit(`FUNCTION LOAD "#!lua name=b\nredis.register_function('foo', function() return 'b' end)"`),
-	} {
-		if r := f.Apply(1000, Command{Args: c}).Reply; r.IsError() {
-			t.Fatal(r.String())
-		}
-	}
-	var buf bytes.Buffer
-	if err := f.Snapshot(&buf); err != nil {
-		t.Fatal(err)
-	}
+	)
 	var logged bytes.Buffer
-	r := New(Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
-	defer r.Close()
-	if err := r.Restore(bytes.NewReader(buf.Bytes())); err != nil {
-		t.Fatalf("restore: %v", err)
-	}
+	r := restoredCopy(t, f, Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	if w := logged.String(); !strings.Contains(w, "level=WARN") || !strings.Contains(w, "function=foo") ||
 		!strings.Contains(w, `libraries="b, m"`) {
 		t.Errorf("restore logged %q; want a warning naming foo and libraries b and m", w)

@@ -36,15 +36,7 @@ func TestFunctionClashReplayAndRestoreAgree(t *testing.T) {
 		defer replayed.Close()
 		mustApply(t, replayed, false, order[0], ctFormat(resp.BulkString(map[string]string{libB: "b", libC: "c"}[order[0]])))
 		mustApply(t, replayed, false, order[1], ctFormat(resp.BulkString(map[string]string{libB: "b", libC: "c"}[order[1]])))
-		var buf bytes.Buffer
-		if err := replayed.Snapshot(&buf); err != nil {
-			t.Fatal(err)
-		}
-		restored := New(Options{})
-		defer restored.Close()
-		if err := restored.Restore(bytes.NewReader(buf.Bytes())); err != nil {
-			t.Fatalf("restoring libraries whose names clash in case: %v", err)
-		}
+		restored := restoredCopy(t, replayed, Options{})
 		for _, s := range []struct {
 			fold      bool
 			cmd, want string
@@ -157,4 +149,40 @@ func TestFunctionRuleOutsideTheLog(t *testing.T) {
 			t.Errorf("FCALL wR denied on OOM (fold %v): %v, want %v", fold, got, want)
 		}
 	}
+}
+
+// applyAll applies each command at time 1000 by the old rule, failing the
+// test (or benchmark) on an error reply.
+func applyAll(tb testing.TB, f *FSM, cmds ...[][]byte) {
+	tb.Helper()
+	for _, c := range cmds {
+		if r := f.Apply(1000, Command{Args: c}).Reply; r.IsError() {
+			tb.Fatalf("%q: %s", c, r.String())
+		}
+	}
+}
+
+// splitAll is ctSplit of each transcript command.
+func splitAll(cmds ...string) [][][]byte {
+	out := make([][][]byte, len(cmds))
+	for i, c := range cmds {
+		out[i] = ctSplit(c)
+	}
+	return out
+}
+
+// restoredCopy is a new state machine with opts, restored from f's
+// snapshot, closed when the test ends.
+func restoredCopy(t *testing.T, f *FSM, opts Options) *FSM {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := f.Snapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	r := New(opts)
+	t.Cleanup(r.Close)
+	if err := r.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	return r
 }
