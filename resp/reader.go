@@ -57,9 +57,6 @@ type Reader struct {
 	want    int64
 	total   int64
 	arena   []byte
-	// slots is the same for the argument lists: a request of up to
-	// slabArgs arguments takes its list from it, capped (argSlots).
-	slots [][]byte
 
 	MaxBulkLen int64 // largest bulk argument accepted
 	MaxRequest int64 // largest request (sum of arguments) accepted
@@ -84,7 +81,6 @@ type Reader struct {
 // once it has been parsed.
 const (
 	maxArena     = 4 << 10
-	slabArgs     = 64 // argument slots in a shared slab (argSlots)
 	minArenaRoom = 512
 	readChunk    = 16 << 10
 	shrinkAbove  = 256 << 10
@@ -207,16 +203,12 @@ func (r *Reader) Next() ([][]byte, error) {
 				continue
 			}
 			r.inMulti, r.want, r.total = true, n, 0
-			r.args = r.argSlots(int(min(n, 1024)))
+			r.args = make([][]byte, 0, min(n, 1024))
 			// Requests share an arena while it has room: a pipeline
 			// of small requests then takes one allocation per few
-			// kilobytes of input, not a few kilobytes per request. A
-			// new arena has room for minArenaRoom at least, so a
-			// client that sends one small request at a time (a lock
-			// script by EVALSHA: about 120 bytes) shares one between
-			// a few of them too.
+			// kilobytes of input, not a few kilobytes per request.
 			if room := cap(r.arena) - len(r.arena); room < min(r.w-r.r, minArenaRoom) {
-				r.arena = make([]byte, 0, max(min(r.w-r.r, maxArena), minArenaRoom))
+				r.arena = make([]byte, 0, min(r.w-r.r, maxArena))
 			}
 		}
 		for r.want > 0 || r.skip > 0 {
@@ -472,22 +464,4 @@ func unhex(c byte) byte {
 	default:
 		return c - 'A' + 10
 	}
-}
-
-// argSlots returns an empty list with room for n arguments: a capped piece
-// of a slab shared with the requests before it when n is small (one
-// allocation per slabArgs arguments instead of one a request), else a
-// list of its own. A request's list is never written after it is handed
-// out, nor is the slab reused: a list a caller keeps keeps the slab alive,
-// as an argument keeps its arena.
-func (r *Reader) argSlots(n int) [][]byte {
-	if n > slabArgs/4 {
-		return make([][]byte, 0, n)
-	}
-	if cap(r.slots)-len(r.slots) < n {
-		r.slots = make([][]byte, 0, slabArgs)
-	}
-	start := len(r.slots)
-	r.slots = r.slots[:start+n]
-	return r.slots[start : start : start+n]
 }
