@@ -247,20 +247,13 @@ func TestTunerIdleWaitsWhileBusyOrAllocating(t *testing.T) {
 				release := Busy()
 				go func() { <-stop; release(); close(done) }()
 			} else {
-				go func() { // far over idleMaxAlloc at every look
-					defer close(done)
-					var sink []byte
-					for {
-						select {
-						case <-stop:
-							runtime.KeepAlive(sink)
-							return
-						default:
-						}
-						sink = make([]byte, 256<<10)
-						runtime.Gosched()
-					}
-				}()
+				// Far over idleMaxAlloc at every look, made there: a
+				// goroutine allocating in a loop could be kept off
+				// the processor for a look's period on a loaded machine.
+				var kept []byte // written by the idle collector's goroutine only
+				hook := func() { kept = make([]byte, 2*idleMaxAlloc); runtime.KeepAlive(kept) }
+				beforeLook.Store(&hook)
+				go func() { <-stop; beforeLook.Store(nil); close(done) }()
 			}
 			time.Sleep(20 * idle) // twenty periods, eighty looks
 			if n := tu.IdleCollections(); n != 0 {
