@@ -26,6 +26,21 @@ type testCluster struct {
 	nw    *Network
 }
 
+// electAnotherUnderLoad lets the load that wg's goroutines put on leader
+// li run for a while, cuts li off until another node leads, lets the load
+// meet that for a while, then stops the load (stop), waits for it and
+// heals the network. It returns the new leader.
+func (c *testCluster) electAnotherUnderLoad(li int, stop *atomic.Bool, wg *sync.WaitGroup) int {
+	time.Sleep(200 * time.Millisecond)
+	c.nw.Isolate(c.ids[li], c.ids...)
+	ni := c.leader(li)
+	time.Sleep(100 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	c.nw.Heal()
+	return ni
+}
+
 func startTestCluster(tb testing.TB, n int) *testCluster {
 	return startTestClusterWith(tb, n, nil)
 }
@@ -198,13 +213,7 @@ func TestApplyLocalLeadershipLoss(t *testing.T) {
 			}
 		}(w)
 	}
-	time.Sleep(200 * time.Millisecond)
-	c.nw.Isolate(c.ids[li], c.ids...)
-	ni := c.leader(li)
-	time.Sleep(100 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
-	c.nw.Heal()
+	ni := c.electAnotherUnderLoad(li, &stop, &wg)
 	c.converged()
 
 	nl := c.nodes[ni]

@@ -50,13 +50,7 @@ func TestStartApplyAcrossLeadershipLoss(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(200 * time.Millisecond)
-	c.nw.Isolate(c.ids[li], c.ids...)
-	ni := c.leader(li)
-	time.Sleep(100 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
-	c.nw.Heal()
+	ni := c.electAnotherUnderLoad(li, &stop, &wg)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		mu.Lock()

@@ -10,13 +10,10 @@ import "testing"
 // Under the folding rule the move is found,
 // as Redis finds it.
 func TestFunctionRestoreMoveExact(t *testing.T) {
-	src := New(Options{})
-	defer src.Close()
-	applyAll(t, src, splitAll(
+	payload := functionDump(t,
 		`FUNCTION LOAD "#!lua name=x\nredis.register_function('bar', function() return 'x' end)"`,
 		`FUNCTION LOAD "#!lua name=a\nredis.register_function('foo', function() return 'a' end)"`,
-	)...)
-	payload := src.Apply(1000, Command{Args: ctSplit(`FUNCTION DUMP`)}).Reply.Str
+	)
 	f := New(Options{})
 	defer f.Close()
 	f.Apply(1000, Command{Args: ctSplit(`FUNCTION LOAD "#!lua name=x\nredis.register_function('foo', function() return 'old x' end)"`)})

@@ -22,13 +22,10 @@ import (
 // this test starts failing, the difference changed and fsm/DESIGN.md must
 // say so.
 func TestFunctionExactQuirkReplayVsRestore(t *testing.T) {
-	src := New(Options{})
-	defer src.Close()
-	applyAll(t, src, splitAll(
+	payload := functionDump(t,
 		`FUNCTION LOAD "#!lua name=x\nredis.register_function('bar', function() return 'x' end)"`,
 		`FUNCTION LOAD "#!lua name=m\nredis.register_function('foo', function() return 'm' end)"`,
-	)...)
-	payload := src.Apply(1000, Command{Args: ctSplit(`FUNCTION DUMP`)}).Reply.Str
+	)
 	f := New(Options{})
 	defer f.Close()
 	applyAll(t, f,

@@ -186,3 +186,13 @@ func restoredCopy(t *testing.T, f *FSM, opts Options) *FSM {
 	}
 	return r
 }
+
+// functionDump is FUNCTION DUMP's payload of a state machine that loaded
+// the libraries (transcript commands).
+func functionDump(t *testing.T, loads ...string) []byte {
+	t.Helper()
+	src := New(Options{})
+	defer src.Close()
+	applyAll(t, src, splitAll(loads...)...)
+	return src.Apply(1000, Command{Args: ctSplit(`FUNCTION DUMP`)}).Reply.Str
+}
