@@ -38,17 +38,36 @@ func freeAddr(t *testing.T) string {
 	return freeAddrOn(t, "127.0.0.1")
 }
 
+// handedOut holds the addresses freeAddrOn has returned. The port it
+// tries is closed again before a child listens on it, so without this two
+// calls in a row (a node's client and raft addresses) could pick the same
+// free port, and the child would fail to bind its second listener.
+var handedOut struct {
+	sync.Mutex
+	addrs map[string]bool
+}
+
 // freeAddrOn is freeAddr on another loopback address, such as 127.0.0.2.
+// It never returns an address twice in one test binary.
 func freeAddrOn(t *testing.T, host string) string {
 	t.Helper()
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.addrs == nil {
+		handedOut.addrs = make(map[string]bool)
+	}
 	for range 1000 {
-		port := 10000 + rand.Intn(22000)
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		addr := net.JoinHostPort(host, strconv.Itoa(10000+rand.Intn(22000)))
+		if handedOut.addrs[addr] {
+			continue
+		}
+		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue
 		}
 		ln.Close()
-		return ln.Addr().String()
+		handedOut.addrs[addr] = true
+		return addr
 	}
 	t.Fatal("no free port below the ephemeral range")
 	return ""
@@ -255,3 +274,17 @@ type quietLogger struct{}
 func (quietLogger) Printf(context.Context, string, ...interface{}) {}
 
 func init() { redis.SetLogger(quietLogger{}) }
+
+// TestFreeAddrNeverRepeats picks many addresses: none may come twice,
+// though each port is closed again at once (a node given one port for
+// both its listeners fails to start; CI saw it once).
+func TestFreeAddrNeverRepeats(t *testing.T) {
+	seen := make(map[string]bool)
+	for range 3000 {
+		a := freeAddr(t)
+		if seen[a] {
+			t.Fatalf("%s handed out twice", a)
+		}
+		seen[a] = true
+	}
+}
