@@ -182,7 +182,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 			return 2, err
 		}
 	}
-	if cfg.out == "" {
+	madeOut := cfg.out == ""
+	if madeOut {
 		if cfg.out, err = os.MkdirTemp("", "deadbolt-chaos-"); err != nil {
 			return 2, err
 		}
@@ -241,6 +242,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	}
 	if err != nil {
 		return 2, err
+	}
+	if madeOut {
+		pruneOut(cfg.out, stdout)
 	}
 	return 0, nil
 }
