@@ -58,6 +58,11 @@ func TestRedisDiffErrors(t *testing.T) {
 		"client pause x", "client pause -1", "client pause 10 bogus", "client no-evict x", "client reply bogus",
 		"client caching yes", "client getredir", "client trackinginfo", "client unblock 5", "client unblock x",
 		"client unblock 5 bogus", "client tracking", "client capa redirect",
+		// Redis checks the number of arguments, then PAUSE's mode, then
+		// its timeout; TRACKING's options before ON|OFF takes effect.
+		"client pause x bogus", "client pause x write extra", "client pause 10 write extra",
+		"client unblock x y z", "client unblock 5 timeout z", "client tracking off x", "client tracking on x",
+		"client tracking off noloop", "client tracking off prefix",
 		"config", "config get", "config set x", "config set x y", "config set maxmemory x", "config set maxmemory 1 x",
 		"config set maxmemory 1 maxmemory 2", "config set maxmemory-policy bogus", "config set databases 4",
 		"config set maxclients 0", "config set timeout -1", "config set notify-keyspace-events Z", "config set save x",
