@@ -80,6 +80,13 @@ func TestRedisDiffErrors(t *testing.T) {
 		"role", "lastsave x",
 		"command getkeys", "command getkeys get", "command getkeys get a", "command getkeys get a b",
 		"command getkeys ping x", "command getkeys bogus x", "command getkeys del a b c", "command getkeys mset a 1 b 2",
+		// keys Redis's procedures find (SET, BITFIELD, SORT), and shard
+		// channels, which are no keys
+		"command getkeys sort k BY x STORE d", "command getkeysandflags sort k STORE d STORE e",
+		"command getkeysandflags sort k LIMIT 0 STORE d", "command getkeysandflags sort k STORE",
+		"command getkeysandflags set k v", "command getkeysandflags set k v GET",
+		"command getkeysandflags bitfield k GET u8 0", "command getkeysandflags bitfield k SET u8 0 1",
+		"command getkeys spublish ch m", "command getkeys ssubscribe a b", "command getkeys sunsubscribe a",
 		"command info bogus", "command info get set del ping client|setname", "command docs bogus",
 		"command list filterby", "command list filterby module x", "command list filterby acllog x", "command bogus",
 		"command help", "command count x",
