@@ -59,8 +59,8 @@ func channelsOf(c *Command, argv [][]byte) []chanRef {
 }
 
 // keysFor returns the keys of argv that ACLs check, with the access each
-// needs. SET and BITFIELD need less than their key spec says when they
-// only write (SET without GET) or only read (BITFIELD with only GET).
+// needs: those of the key specs, refined as Redis's key procedures do
+// (ProcKeys).
 func keysFor(c *Command, argv [][]byte) []KeyRef {
 	if len(c.Specs) == 0 {
 		return nil
@@ -69,36 +69,7 @@ func keysFor(c *Command, argv [][]byte) []KeyRef {
 	if !ok {
 		return nil
 	}
-	if c.VarFlags && len(keys) == 1 {
-		switch c.Name {
-		case "set":
-			get := false
-			for _, a := range argv[3:] {
-				get = get || strings.EqualFold(string(a), "get")
-			}
-			if !get {
-				keys[0].Perm = PermWrite
-			}
-		case "bitfield":
-			readOnly := true
-			for i := 2; i < len(argv); i++ {
-				a := strings.ToLower(string(argv[i]))
-				switch a {
-				case "get":
-					i += 2
-				case "set", "incrby":
-					readOnly = false
-					i += 3
-				case "overflow":
-					i++
-				}
-			}
-			if readOnly {
-				keys[0].Perm = PermRead
-			}
-		}
-	}
-	return keys
+	return ProcKeys(c.Name, argv, keys)
 }
 
 // Check reports whether u may run argv, whose table row is c (nil for a

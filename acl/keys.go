@@ -102,6 +102,9 @@ type KeyRef struct {
 func FindKeys(specs []KeySpec, argv [][]byte) (keys []KeyRef, ok bool) {
 	argc := len(argv)
 	for _, s := range specs {
+		if s.NotKey() {
+			continue // a shard channel (SPUBLISH): Redis's default search skips it
+		}
 		first := 0
 		switch s.Begin {
 		case 'i':

@@ -77,7 +77,10 @@ func cmdFunction(c *Ctx, args [][]byte) resp.Reply {
 		c.f.dropLibrary(lib.name)
 		return resp.OK
 	case "flush":
-		if len(args) > 3 || len(args) == 3 && !optEq(args[2], "sync") && !optEq(args[2], "async") {
+		if len(args) > 3 {
+			return functionSyntaxError(args)
+		}
+		if len(args) == 3 && !optEq(args[2], "sync") && !optEq(args[2], "async") {
 			return resp.Err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
 		}
 		c.mustWrite()
@@ -104,7 +107,7 @@ func cmdFunction(c *Ctx, args [][]byte) resp.Reply {
 		return resp.BulkReply(dumpLibraries(c.f.sortedLibraries()))
 	case "restore":
 		if len(args) > 4 {
-			return resp.Err("ERR unknown subcommand or wrong number of arguments for '" + sanitize(string(args[1][:min(len(args[1]), 128)])) + "'. Try FUNCTION HELP.")
+			return functionSyntaxError(args)
 		}
 		return functionRestore(c, args[2:])
 	}
@@ -239,9 +242,23 @@ func functionList(c *Ctx, args [][]byte) resp.Reply {
 	return resp.ArrayReply(out...)
 }
 
+// functionSyntaxError is Redis's reply to a known FUNCTION subcommand
+// given more arguments than it takes.
+func functionSyntaxError(args [][]byte) resp.Reply {
+	return resp.Err("ERR unknown subcommand or wrong number of arguments for '" + sanitize(string(args[1][:min(len(args[1]), 128)])) + "'. Try FUNCTION HELP.")
+}
+
 // cmdFcall is FCALL and FCALL_RO function numkeys key... arg....
 func cmdFcall(c *Ctx, args [][]byte) resp.Reply {
 	roCmd := optEq(args[0], "fcall_ro")
+	if c.f.lua == nil {
+		return resp.Err("ERR scripting is not available")
+	}
+	// Redis looks the function up before it reads numkeys.
+	meta, libName, ok := c.f.lookupFunction(args[1], c.foldNames)
+	if !ok {
+		return resp.Err("ERR Function not found")
+	}
 	numKeys, ok := parseInt64(args[2])
 	if !ok {
 		return resp.Err("ERR Bad number of keys provided")
@@ -251,13 +268,6 @@ func cmdFcall(c *Ctx, args [][]byte) resp.Reply {
 	}
 	if numKeys > int64(len(args)-3) {
 		return resp.Err(msgTooManyKeys)
-	}
-	if c.f.lua == nil {
-		return resp.Err("ERR scripting is not available")
-	}
-	meta, libName, ok := c.f.lookupFunction(args[1], c.foldNames)
-	if !ok {
-		return resp.Err("ERR Function not found")
 	}
 	lib := c.f.libraries[libName]
 	if roCmd && !meta.noWrites() {

@@ -218,7 +218,10 @@ func cmdTTL(c *Ctx, args [][]byte) resp.Reply {
 	}
 	t = max(t, 0)
 	if name == "ttl" || name == "expiretime" {
-		t = (t + 500) / 1000
+		// Rounded to seconds without overflowing: a deadline near
+		// INT64_MAX ms (PEXPIREAT k 9223372036854775807) reads as Redis
+		// prints it, 9223372036854776.
+		t = int64((uint64(t) + 500) / 1000)
 	}
 	return resp.IntReply(t)
 }

@@ -20,19 +20,6 @@ func init() {
 	)
 }
 
-// serverNoScript are the commands Redis flags noscript that the node, not
-// the state machine, answers: from a script they are refused as
-// forbidden, not as unknown.
-var serverNoScript = map[string]bool{
-	"auth": true, "bgrewriteaof": true, "bgsave": true, "blmove": true, "blpop": true, "brpop": true,
-	"brpoplpush": true, "bzpopmax": true, "bzpopmin": true, "debug": true, "discard": true, "exec": true,
-	"failover": true, "fcall": true, "fcall_ro": true, "hello": true, "monitor": true, "multi": true,
-	"psubscribe": true, "psync": true, "punsubscribe": true, "quit": true, "replconf": true,
-	"replicaof": true, "reset": true, "role": true, "save": true, "shutdown": true, "slaveof": true,
-	"ssubscribe": true, "subscribe": true, "sunsubscribe": true, "sync": true, "unsubscribe": true,
-	"wait": true, "watch": true,
-}
-
 // scriptRun is the state of the script being run.
 type scriptRun struct {
 	active   bool // a script is running
@@ -82,6 +69,10 @@ func cmdEval(c *Ctx, args [][]byte) resp.Reply {
 	name, _ := LowerName(&nameBuf, args[0])
 	bySHA := bytes.HasPrefix(name, []byte("evalsha"))
 	roCmd := bytes.HasSuffix(name, []byte("_ro"))
+	if bySHA && len(args[1]) != 40 {
+		// Redis answers a hash that cannot match before it reads numkeys.
+		return resp.Err(msgNoScript)
+	}
 	numKeys, ok := parseInt64(args[2])
 	if !ok {
 		return resp.Err(msgNotInt)
@@ -164,10 +155,7 @@ func (c *Ctx) scriptCall(args [][]byte) resp.Reply {
 	}
 	spec, ok := Lookup(args[0])
 	if !ok || spec.Flags&Internal != 0 {
-		if serverNoScript[strings.ToLower(string(args[0]))] {
-			return resp.Err(msgScriptDenied)
-		}
-		return resp.Err(msgScriptUnknown)
+		return serverCommandFromScript(args) // script_servercmd.go
 	}
 	if spec.Flags&NoScript != 0 {
 		return resp.Err(msgScriptDenied)

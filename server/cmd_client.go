@@ -167,8 +167,10 @@ func cmdClient(c *conn, args [][]byte) {
 		c.reply(resp.OK)
 	case "pause":
 		// Accepted and ignored: a deadbolt node never stops serving
-		// clients to let a replica catch up.
-		if _, ok := parseTimeout(c, args[2]); !ok {
+		// clients to let a replica catch up. Redis checks the number of
+		// arguments, then the mode, then the timeout.
+		if len(args) > 4 {
+			c.reply(subcommandSyntaxError(args))
 			return
 		}
 		if len(args) == 4 {
@@ -177,8 +179,8 @@ func cmdClient(c *conn, args [][]byte) {
 				c.reply(resp.Err("ERR CLIENT PAUSE mode must be WRITE or ALL"))
 				return
 			}
-		} else if len(args) > 4 {
-			c.reply(resp.Err("ERR syntax error"))
+		}
+		if _, ok := parseTimeout(c, args[2]); !ok {
 			return
 		}
 		c.reply(resp.OK)
@@ -187,7 +189,7 @@ func cmdClient(c *conn, args [][]byte) {
 	case "tracking":
 		on, ok := onOff(args[2])
 		switch {
-		case !ok:
+		case !ok || !trackingOptionsOK(args[3:]):
 			c.reply(resp.Err("ERR syntax error"))
 		case on:
 			c.reply(resp.Err("ERR CLIENT TRACKING (client side caching) is not supported by deadbolt"))
@@ -205,6 +207,10 @@ func cmdClient(c *conn, args [][]byte) {
 			resp.BulkString("prefixes"), resp.EmptyArr,
 		))
 	case "unblock":
+		if len(args) > 4 {
+			c.reply(subcommandSyntaxError(args))
+			return
+		}
 		if len(args) == 4 {
 			r := strings.ToLower(string(args[3]))
 			if r != "timeout" && r != "error" {
@@ -278,6 +284,25 @@ var clientHelp = []string{
 	"    Protect current client connection from eviction.",
 	"NO-TOUCH (ON|OFF)",
 	"    Will not touch LRU/LFU stats when this mode is on.",
+}
+
+// trackingOptionsOK reports whether CLIENT TRACKING's options after ON|OFF
+// are words Redis reads there (it reads them before it turns tracking on
+// or off, and answers a syntax error for any other).
+func trackingOptionsOK(opts [][]byte) bool {
+	for i := 0; i < len(opts); i++ {
+		switch strings.ToLower(string(opts[i])) {
+		case "bcast", "optin", "optout", "noloop":
+		case "redirect", "prefix":
+			if i+1 == len(opts) {
+				return false
+			}
+			i++
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func onOff(b []byte) (on, ok bool) {

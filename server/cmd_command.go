@@ -483,7 +483,7 @@ func commandGetKeys(c *conn, argv [][]byte, withFlags bool) {
 	if d != nil && d != cmd.doc {
 		arity, specs, flags = d.arity, d.specs, strings.Fields(d.flags)
 	}
-	if len(specs) == 0 {
+	if !acl.HasKeys(specs) {
 		c.reply(resp.Err("ERR The command has no key arguments"))
 		return
 	}
@@ -492,6 +492,9 @@ func commandGetKeys(c *conn, argv [][]byte, withFlags bool) {
 		return
 	}
 	keys, ok := acl.FindKeys(specs, argv)
+	if ok {
+		keys = acl.ProcKeys(cmd.name, argv, keys) // SET, BITFIELD, SORT: Redis's key procedures
+	}
 	if !ok || len(keys) == 0 {
 		for _, f := range flags {
 			if f == "no_mandatory_keys" {

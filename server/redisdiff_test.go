@@ -58,6 +58,11 @@ func TestRedisDiffErrors(t *testing.T) {
 		"client pause x", "client pause -1", "client pause 10 bogus", "client no-evict x", "client reply bogus",
 		"client caching yes", "client getredir", "client trackinginfo", "client unblock 5", "client unblock x",
 		"client unblock 5 bogus", "client tracking", "client capa redirect",
+		// Redis checks the number of arguments, then PAUSE's mode, then
+		// its timeout; TRACKING's options before ON|OFF takes effect.
+		"client pause x bogus", "client pause x write extra", "client pause 10 write extra",
+		"client unblock x y z", "client unblock 5 timeout z", "client tracking off x", "client tracking on x",
+		"client tracking off noloop", "client tracking off prefix",
 		"config", "config get", "config set x", "config set x y", "config set maxmemory x", "config set maxmemory 1 x",
 		"config set maxmemory 1 maxmemory 2", "config set maxmemory-policy bogus", "config set databases 4",
 		"config set maxclients 0", "config set timeout -1", "config set notify-keyspace-events Z", "config set save x",
@@ -75,6 +80,13 @@ func TestRedisDiffErrors(t *testing.T) {
 		"role", "lastsave x",
 		"command getkeys", "command getkeys get", "command getkeys get a", "command getkeys get a b",
 		"command getkeys ping x", "command getkeys bogus x", "command getkeys del a b c", "command getkeys mset a 1 b 2",
+		// keys Redis's procedures find (SET, BITFIELD, SORT), and shard
+		// channels, which are no keys
+		"command getkeys sort k BY x STORE d", "command getkeysandflags sort k STORE d STORE e",
+		"command getkeysandflags sort k LIMIT 0 STORE d", "command getkeysandflags sort k STORE",
+		"command getkeysandflags set k v", "command getkeysandflags set k v GET",
+		"command getkeysandflags bitfield k GET u8 0", "command getkeysandflags bitfield k SET u8 0 1",
+		"command getkeys spublish ch m", "command getkeys ssubscribe a b", "command getkeys sunsubscribe a",
 		"command info bogus", "command info get set del ping client|setname", "command docs bogus",
 		"command list filterby", "command list filterby module x", "command list filterby acllog x", "command bogus",
 		"command help", "command count x",
