@@ -94,7 +94,7 @@ func cmdHsetnx(c *Ctx, args [][]byte) resp.Reply {
 	if !ok {
 		return resp.Err(msgWrongType)
 	}
-	if _, exists := v.hash().Get(args[2]); exists {
+	if _, exists := v.hash().peek(args[2]); exists {
 		return resp.Zero
 	}
 	c.hashSet(v, args[2], args[3])
@@ -168,7 +168,7 @@ func cmdHexists(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.Zero
 	}
-	if _, ok := v.hash().Get(args[2]); ok {
+	if _, ok := v.hash().peek(args[2]); ok {
 		return resp.One
 	}
 	return resp.Zero
@@ -184,7 +184,7 @@ func cmdHincrby(c *Ctx, args [][]byte) resp.Reply {
 		return resp.Err(msgWrongType)
 	}
 	var cur int64
-	old, exists := v.hash().Get(args[2])
+	old, exists := v.hash().peek(args[2]) // parsed, not kept
 	if exists {
 		if cur, ok = parseInt64(old); !ok {
 			return resp.Err(msgHashNotInt)
@@ -220,7 +220,7 @@ func cmdHincrbyfloat(c *Ctx, args [][]byte) resp.Reply {
 		return resp.Err(msgWrongType)
 	}
 	cur := new(big.Float)
-	if old, exists := v.hash().Get(args[2]); exists {
+	if old, exists := v.hash().peek(args[2]); exists { // parsed, not kept
 		if cur, ok = parseLongDouble(old); !ok {
 			return resp.Err(msgHashNotFloat)
 		}
@@ -286,7 +286,7 @@ func cmdHstrlen(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.Zero
 	}
-	val, _ := v.hash().Get(args[2])
+	val, _ := v.hash().peek(args[2])
 	return resp.IntReply(int64(len(val)))
 }
 
