@@ -40,14 +40,22 @@ const (
 
 // hashForWrite returns the hash at key for a command that adds fields: the
 // existing one, or a new empty one (isNew) that the caller puts once it
-// has a field. ok is false for a key of another kind.
+// has a field, or drops. ok is false for a key of another kind.
+//
+// A new hash packs its first fields into the state machine's scratch
+// (FSM.newHash, marked as the hash's own, so Set writes there in place
+// while they fit), and put moves them in with the key's name (takeName,
+// which moves every packed hash of up to sharedNameMax bytes, as the
+// scratch is): a Redisson lock's HSET or HINCRBY so allocates the Value
+// and one slice, not a third for the packed bytes. Nothing may hand the
+// bytes out before put (nothing does: the callers only set fields).
 func hashForWrite(c *Ctx, key []byte) (v *Value, isNew, ok bool) {
 	v, ok = c.lookupKind(key, KindHash)
 	if !ok {
 		return nil, false, false
 	}
 	if v == nil {
-		return newHashValue(), true, true
+		return &Value{Kind: KindHash, Str: c.f.newHash[:0:len(c.f.newHash)], agg: packOwned{}}, true, true
 	}
 	return v, false, true
 }

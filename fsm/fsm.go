@@ -161,6 +161,9 @@ type FSM struct {
 	applyCtx      Ctx      // reused by Apply (one at a time), so it allocates none
 	calls         uint64   // commands run (applied, read, from scripts); cmd_bit.go's bitOwner uses it
 	bitOwner      bitOwner // the string the bit commands may change in place (cmd_bit.go)
+	// newHash is where a new hash packs its first fields until put moves
+	// them in with its name (hashForWrite).
+	newHash [sharedNameMax]byte
 	// lockStats counts lock events as they are applied (locks.go): this
 	// node's observations, not state; a restore keeps them.
 	lockStats lockStats

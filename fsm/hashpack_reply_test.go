@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/deadbolt/deadbolt/resp"
 )
@@ -103,5 +105,59 @@ func TestHashRepliesKeepTheirBytes(t *testing.T) {
 	check(3000, 0)
 	if reads < 500 {
 		t.Errorf("only %d replies held bytes", reads)
+	}
+}
+
+// TestNewHashLeavesScratch: a new hash packs its fields in the state
+// machine's scratch until put moves them in with its name (hashForWrite,
+// takeName). Every hash a command created must have left the scratch, or
+// the next new hash would overwrite it; the values are checked after many
+// more were created.
+func TestNewHashLeavesScratch(t *testing.T) {
+	f := New(Options{})
+	defer f.Close()
+	want := map[string][]string{}
+	long := strings.Repeat("L", 70) // past sharedNameMax: no longer fits the scratch
+	for i := range 200 {
+		k := "k" + strconv.Itoa(i)
+		var cmd []string
+		switch i % 7 {
+		case 0:
+			cmd, want[k] = []string{"HSET", k, "f", "v" + strconv.Itoa(i)}, []string{"f", "v" + strconv.Itoa(i)}
+		case 1:
+			cmd, want[k] = []string{"HINCRBY", k, lockOwnerUUID(i%3) + ":1", "1"}, []string{lockOwnerUUID(i%3) + ":1", "1"}
+		case 2:
+			cmd, want[k] = []string{"HSETNX", k, "a", "b"}, []string{"a", "b"}
+		case 3:
+			cmd, want[k] = []string{"HINCRBYFLOAT", k, "x", "1.5"}, []string{"x", "1.5"}
+		case 4:
+			cmd, want[k] = []string{"HSET", k, "a", "1", "b", long}, []string{"a", "1", "b", long}
+		case 5:
+			cmd = []string{"HSET", k}
+			for j := range 10 { // past packMaxFields: a *Hash
+				cmd = append(cmd, "f"+strconv.Itoa(j), strconv.Itoa(j))
+				want[k] = append(want[k], "f"+strconv.Itoa(j), strconv.Itoa(j))
+			}
+		default:
+			cmd, want[k] = []string{"EVAL", "redis.call('hset', KEYS[1], 'g', ARGV[1]) return redis.call('hset', KEYS[2], 'h', ARGV[1])", "2", k, k + "b", "s"}, []string{"g", "s"}
+			want[k+"b"] = []string{"h", "s"}
+		}
+		if r := applyArgs(f, 1, cmd...); r.Type == resp.Error {
+			t.Fatalf("%q: %s", cmd, r.Str)
+		}
+	}
+	scratch := uintptr(unsafe.Pointer(&f.newHash[0]))
+	for k, fields := range want {
+		var got []string
+		for _, r := range applyArgs(f, 1, "HGETALL", k).Elems {
+			got = append(got, string(r.Str))
+		}
+		if strings.Join(got, ",") != strings.Join(fields, ",") {
+			t.Errorf("%s: %q, want %q", k, got, fields)
+		}
+		v := f.dbs[0].keys.get(k)
+		if p := uintptr(unsafe.Pointer(unsafe.SliceData(v.Str))); len(v.Str) > 0 && p >= scratch && p < scratch+uintptr(len(f.newHash)) {
+			t.Errorf("%s's packed bytes are in the scratch", k)
+		}
 	}
 }
