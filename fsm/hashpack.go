@@ -9,8 +9,9 @@ import (
 // A small hash is kept packed: its fields and values in insertion order in
 // one byte slice stored in the value's Str (Value.bigHash() is nil then). A
 // Redisson lock's hash (one "<client uuid>:<thread id>" field set to a
-// count) so takes one allocation of 16 bytes besides its Value, where a
-// *Hash with its field slice took three (240 bytes in all). Past
+// count) so takes no allocation of its own: its packed bytes follow its
+// name's (put), where a *Hash with its field slice took three (240 bytes
+// in all). Past
 // packMaxFields fields or packMaxBytes bytes the hash becomes a *Hash and
 // stays one.
 //
@@ -314,7 +315,7 @@ func (h hashRef) Set(field, value []byte) bool {
 		v.agg, v.Str = big, nil
 		return big.Set(field, value)
 	}
-	if h.owned() && size <= cap(v.Str) {
+	if h.owned() && size <= cap(v.Str) && keepsCap(size, cap(v.Str)) {
 		// Nothing holds a slice of the bytes: change them in place.
 		if !found {
 			v.Str = append(v.Str, entry...)
@@ -342,6 +343,13 @@ func (h hashRef) Set(field, value []byte) bool {
 	v.Str, v.agg = out, packOwned{}
 	return !found
 }
+
+// keepsCap reports whether packed bytes of size may stay in place in an
+// allocation of capacity c: a hash that shrank to under half of it is
+// copied out at its size instead, so that a lock's few bytes do not keep
+// the room a larger hash once took (up to packMaxBytes a key, which the
+// logical size does not see).
+func keepsCap(size, c int) bool { return size*2 >= c }
 
 func uvarintLen(n int) int {
 	k := 1
@@ -375,7 +383,7 @@ func (h hashRef) Del(field []byte) bool {
 		v.Str, v.agg = nil, nil
 		return true
 	}
-	if h.owned() {
+	if h.owned() && keepsCap(len(v.Str)-drop, cap(v.Str)) {
 		// Nothing holds a slice of the bytes: close the gap in place.
 		n := copy(v.Str[at:], v.Str[at+drop:])
 		v.Str = v.Str[:at+n]

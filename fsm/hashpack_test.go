@@ -195,6 +195,37 @@ func TestHashPackedInPlace(t *testing.T) {
 	}
 }
 
+// TestHashPackedShrinkGivesRoomBack: a packed hash that shrinks to under
+// half of its allocation, by a delete or a shorter value, is copied out
+// at its size instead of keeping the room (a lock's 4 bytes kept 412).
+func TestHashPackedShrinkGivesRoomBack(t *testing.T) {
+	big := []byte(strings.Repeat("v", 200))
+	for _, shrink := range []struct {
+		name string
+		do   func(h hashRef)
+	}{
+		{"Del", func(h hashRef) { h.Del([]byte("a")); h.Del([]byte("b")) }},
+		{"Set", func(h hashRef) { h.Set([]byte("a"), []byte("1")); h.Set([]byte("b"), []byte("2")) }},
+	} {
+		v := newHashValue()
+		h := v.hash()
+		h.Set([]byte("a"), big)
+		h.Set([]byte("b"), big)
+		h.Set([]byte("c"), []byte("1"))
+		if !h.owned() {
+			t.Fatal("the bytes Set made are not marked as the hash's own")
+		}
+		shrink.do(h)
+		if len(v.Str)*2 < cap(v.Str) {
+			t.Errorf("%s: %d bytes keep an allocation of %d", shrink.name, len(v.Str), cap(v.Str))
+		}
+		h.Set([]byte("c"), []byte("2"))
+		if got, _ := h.peek([]byte("c")); string(got) != "2" {
+			t.Errorf("%s: c = %q after the shrink, want 2", shrink.name, got)
+		}
+	}
+}
+
 var packSink *Value
 
 // TestHashPackedLockSize: a Redisson lock's hash is one allocation of its
