@@ -212,7 +212,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	var backend server.Backend
 	if cfg.RaftAddr == "" && cfg.DataDir == "" {
-		n.local = cluster.NewLocal(fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget, Users: users, Logger: cfg.Logger}), cfg.Clock, hub)
+		n.local = cluster.NewLocal(fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget, Users: users, Logger: cfg.Logger, Listened: hub.Listened}), cfg.Clock, hub)
 		backend = n.local
 	} else {
 		if cfg.RaftAddr == "" {

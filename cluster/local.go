@@ -15,6 +15,21 @@ type Deliverer interface {
 	DeliverEach(msgs []fsm.Publish) []int
 }
 
+// Listener is a Deliverer that can tell when no one is subscribed
+// (server.Hub): a node gives its Listened to the state machine
+// (fsm.Options.Listened), which then records no published message.
+type Listener interface {
+	Listened() bool
+}
+
+// listened returns d's Listened, or nil if d cannot tell.
+func listened(d Deliverer) func() bool {
+	if l, ok := d.(Listener); ok {
+		return l.Listened
+	}
+	return nil
+}
+
 // Clock is where a node takes time from. The leader stamps log entries
 // with it; tests move a manual clock forward instead of sleeping.
 type Clock interface {

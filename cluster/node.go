@@ -222,7 +222,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, stop: make(chan struct{})}
 	n.SetRESPAddr(cfg.RESPAddr)
-	n.state = fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget, Users: cfg.Users, Logger: cfg.Logger})
+	n.state = fsm.New(fsm.Options{ScriptBudget: cfg.ScriptBudget, Users: cfg.Users, Logger: cfg.Logger, Listened: listened(cfg.Deliver)})
 	n.users = n.state.UsersFunc()
 	n.overMaxmemory = n.state.OverMaxmemoryFunc()
 	n.fsm = newRaftFSM(n.state, cfg.Deliver)

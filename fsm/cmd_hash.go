@@ -40,14 +40,22 @@ const (
 
 // hashForWrite returns the hash at key for a command that adds fields: the
 // existing one, or a new empty one (isNew) that the caller puts once it
-// has a field. ok is false for a key of another kind.
+// has a field, or drops. ok is false for a key of another kind.
+//
+// A new hash packs its first fields into the state machine's scratch
+// (FSM.newHash, marked as the hash's own, so Set writes there in place
+// while they fit), and put moves them in with the key's name (takeName,
+// which moves every packed hash of up to sharedNameMax bytes, as the
+// scratch is): a Redisson lock's HSET or HINCRBY so allocates the Value
+// and one slice, not a third for the packed bytes. Nothing may hand the
+// bytes out before put (nothing does: the callers only set fields).
 func hashForWrite(c *Ctx, key []byte) (v *Value, isNew, ok bool) {
 	v, ok = c.lookupKind(key, KindHash)
 	if !ok {
 		return nil, false, false
 	}
 	if v == nil {
-		return newHashValue(), true, true
+		return &Value{Kind: KindHash, Str: c.f.newHash[:0:len(c.f.newHash)], agg: packOwned{}}, true, true
 	}
 	return v, false, true
 }
@@ -94,7 +102,7 @@ func cmdHsetnx(c *Ctx, args [][]byte) resp.Reply {
 	if !ok {
 		return resp.Err(msgWrongType)
 	}
-	if _, exists := v.hash().Get(args[2]); exists {
+	if _, exists := v.hash().peek(args[2]); exists {
 		return resp.Zero
 	}
 	c.hashSet(v, args[2], args[3])
@@ -168,7 +176,7 @@ func cmdHexists(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.Zero
 	}
-	if _, ok := v.hash().Get(args[2]); ok {
+	if _, ok := v.hash().peek(args[2]); ok {
 		return resp.One
 	}
 	return resp.Zero
@@ -184,7 +192,7 @@ func cmdHincrby(c *Ctx, args [][]byte) resp.Reply {
 		return resp.Err(msgWrongType)
 	}
 	var cur int64
-	old, exists := v.hash().Get(args[2])
+	old, exists := v.hash().peek(args[2]) // parsed, not kept
 	if exists {
 		if cur, ok = parseInt64(old); !ok {
 			return resp.Err(msgHashNotInt)
@@ -220,7 +228,7 @@ func cmdHincrbyfloat(c *Ctx, args [][]byte) resp.Reply {
 		return resp.Err(msgWrongType)
 	}
 	cur := new(big.Float)
-	if old, exists := v.hash().Get(args[2]); exists {
+	if old, exists := v.hash().peek(args[2]); exists { // parsed, not kept
 		if cur, ok = parseLongDouble(old); !ok {
 			return resp.Err(msgHashNotFloat)
 		}
@@ -286,7 +294,7 @@ func cmdHstrlen(c *Ctx, args [][]byte) resp.Reply {
 	if v == nil {
 		return resp.Zero
 	}
-	val, _ := v.hash().Get(args[2])
+	val, _ := v.hash().peek(args[2])
 	return resp.IntReply(int64(len(val)))
 }
 

@@ -160,7 +160,7 @@ func (l *encLimits) settleEncoding(v *Value) {
 	switch v.Kind {
 	case KindHash:
 		big := int64(v.hash().Len()) > l.hashEntries
-		v.hash().Each(func(f, val []byte) bool {
+		v.hash().peekEach(func(f, val []byte) bool {
 			big = big || int64(len(f)) > l.hashValue || int64(len(val)) > l.hashValue
 			return !big
 		})

@@ -161,6 +161,9 @@ type FSM struct {
 	applyCtx      Ctx      // reused by Apply (one at a time), so it allocates none
 	calls         uint64   // commands run (applied, read, from scripts); cmd_bit.go's bitOwner uses it
 	bitOwner      bitOwner // the string the bit commands may change in place (cmd_bit.go)
+	// newHash is where a new hash packs its first fields until put moves
+	// them in with its name (hashForWrite).
+	newHash [sharedNameMax]byte
 	// lockStats counts lock events as they are applied (locks.go): this
 	// node's observations, not state; a restore keeps them.
 	lockStats lockStats
@@ -179,6 +182,15 @@ type Options struct {
 	// Logger gets warnings (a snapshot restore's, function_names.go);
 	// nil for none.
 	Logger *slog.Logger
+	// Listened reports whether anything on this node is subscribed to a
+	// channel, pattern or shard channel, so that a published message
+	// could reach it; nil means always. While it reports false, PUBLISH,
+	// SPUBLISH and keyspace notifications record no effect
+	// (Result.Effects): there is no one to deliver them to, and copying
+	// the channel and message was most of what a Redisson unlock's
+	// PUBLISH cost. Effects are not state: no reply but the receivers'
+	// count, which is then 0, and no snapshot depends on them.
+	Listened func() bool
 }
 
 // New returns an empty state machine.
@@ -324,6 +336,9 @@ func (c *Ctx) publish(channel, msg []byte, shard bool) {
 // publishTx records a message whose receivers count toward the reply of
 // the transaction's tx-th command (0: none; a keyspace notification).
 func (c *Ctx) publishTx(channel, msg []byte, shard bool, tx int) {
+	if l := c.f.opt.Listened; l != nil && !l() {
+		return
+	}
 	if c.script.active {
 		tx = 0
 	}

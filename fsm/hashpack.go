@@ -9,8 +9,9 @@ import (
 // A small hash is kept packed: its fields and values in insertion order in
 // one byte slice stored in the value's Str (Value.bigHash() is nil then). A
 // Redisson lock's hash (one "<client uuid>:<thread id>" field set to a
-// count) so takes one allocation of 16 bytes besides its Value, where a
-// *Hash with its field slice took three (240 bytes in all). Past
+// count) so takes no allocation of its own: its packed bytes follow its
+// name's (put), where a *Hash with its field slice took three (240 bytes
+// in all). Past
 // packMaxFields fields or packMaxBytes bytes the hash becomes a *Hash and
 // stays one.
 //
@@ -27,11 +28,18 @@ import (
 // the table stays small while each lock saves 35 bytes. The table only
 // grows, up to maxPrefixes; later UUIDs are stored inline.
 //
-// Packed bytes are never changed in place: a reply may still hold a value
-// sliced from them, so every change writes a new slice (a small hash is a
-// few dozen bytes, and Redis's listpack is rewritten on a change too). A
-// field whose prefix is interned is put together when it is handed out
-// (HGETALL, HKEYS, snapshots); lookups compare it in place.
+// Packed bytes are changed in place only while nothing can hold a slice of
+// them: a reply (HGET, HGETALL, ...) may hold a value sliced from them
+// until its connection has written it, after later commands ran. So a
+// change writes a new slice, and marks it as the packing's own (packOwned
+// in Value.agg); Get and Each, which hand out slices of the bytes, take
+// the mark off. While the mark is on, Set and Del change the bytes in
+// place when the result fits in their capacity: a Redisson lock's HINCRBY
+// (1 to 0, or to 2) allocates nothing. Callers that only look at the bytes
+// during the call and keep nothing (HEXISTS, HINCRBY's old value, sizes)
+// use peek and peekEach, which leave the mark. A field whose prefix is
+// interned is put together when it is handed out (HGETALL, HKEYS,
+// snapshots); lookups compare it in place.
 //
 // Which form a hash is in, and which prefixes are interned, is not state:
 // replies, snapshots (fields in insertion order either way), OBJECT
@@ -199,8 +207,40 @@ func (h hashRef) Len() int {
 	return n
 }
 
-// Get returns a field's value.
+// packOwned, in a packed hash's Value.agg, marks its bytes as made by
+// Set or Del and handed out by nothing since: they may change in place.
+// It is a zero-size type, so storing it allocates nothing. Not state: a
+// snapshot or a reply does not depend on it.
+type packOwned struct{}
+
+// owned reports whether h's packed bytes carry the packOwned mark.
+func (h hashRef) owned() bool {
+	_, ok := h.v.agg.(packOwned)
+	return ok
+}
+
+// share takes the packOwned mark off: slices of the bytes are being
+// handed out, so they must not change from now on.
+func (h hashRef) share() {
+	if h.owned() {
+		h.v.agg = nil
+	}
+}
+
+// Get returns a field's value. The caller may keep it (in a reply): the
+// bytes will not change.
 func (h hashRef) Get(field []byte) ([]byte, bool) {
+	if h.v.bigHash() != nil {
+		return h.v.bigHash().Get(field)
+	}
+	h.share()
+	return h.peek(field)
+}
+
+// peek is Get for a caller that keeps neither the value nor a slice of it
+// past its own use during the command: the bytes may change in place
+// afterwards.
+func (h hashRef) peek(field []byte) ([]byte, bool) {
 	if h.v.bigHash() != nil {
 		return h.v.bigHash().Get(field)
 	}
@@ -215,7 +255,18 @@ func (h hashRef) Get(field []byte) ([]byte, bool) {
 }
 
 // Each calls fn for every field in insertion order until fn returns false.
+// fn may keep the fields and values (in a reply): the bytes will not
+// change.
 func (h hashRef) Each(fn func(field, value []byte) bool) {
+	if h.v.bigHash() == nil {
+		h.share()
+	}
+	h.peekEach(fn)
+}
+
+// peekEach is Each for a fn that keeps no field or value past its call
+// (sizes, encodings, copies).
+func (h hashRef) peekEach(fn func(field, value []byte) bool) {
 	if h.v.bigHash() != nil {
 		h.v.bigHash().Each(fn)
 		return
@@ -230,18 +281,22 @@ func (h hashRef) Each(fn func(field, value []byte) bool) {
 }
 
 // Set sets a field and reports whether it is new; a new field goes last.
+// value is copied.
 func (h hashRef) Set(field, value []byte) bool {
 	v := h.v
 	if v.bigHash() != nil {
 		return v.bigHash().Set(field, value)
 	}
 	n, found, size := 0, false, len(v.Str)
+	at, oldPart := 0, 0 // where the found field's value (its length first) is, and its bytes
 	for b := v.Str; len(b) > 0; n++ {
 		var e packEntry
 		e, b = packNext(b)
 		if e.is(field) {
 			found = true
-			size += len(value) + uvarintLen(len(value)) - len(e.value) - uvarintLen(len(e.value))
+			oldPart = uvarintLen(len(e.value)) + len(e.value)
+			at = len(v.Str) - len(b) - oldPart
+			size += uvarintLen(len(value)) + len(value) - oldPart
 		}
 	}
 	var scratch [96]byte
@@ -253,12 +308,26 @@ func (h hashRef) Set(field, value []byte) bool {
 	}
 	if n > packMaxFields || size > packMaxBytes {
 		big := &Hash{fields: make([]hashField, 0, n)}
-		h.Each(func(f, val []byte) bool {
-			big.Set(f, val)
+		h.peekEach(func(f, val []byte) bool {
+			big.Set(f, val) // copies
 			return true
 		})
 		v.agg, v.Str = big, nil
 		return big.Set(field, value)
+	}
+	if h.owned() && size <= cap(v.Str) && keepsCap(size, cap(v.Str)) {
+		// Nothing holds a slice of the bytes: change them in place.
+		if !found {
+			v.Str = append(v.Str, entry...)
+			return true
+		}
+		b := v.Str[:size]
+		newPart := uvarintLen(len(value)) + len(value)
+		copy(b[at+newPart:], v.Str[at+oldPart:]) // the entries after it
+		k := binary.PutUvarint(b[at:], uint64(len(value)))
+		copy(b[at+k:], value)
+		v.Str = b
+		return false
 	}
 	out := make([]byte, 0, size)
 	for b := v.Str; len(b) > 0; {
@@ -271,9 +340,16 @@ func (h hashRef) Set(field, value []byte) bool {
 		}
 	}
 	out = append(out, entry...)
-	v.Str = out
+	v.Str, v.agg = out, packOwned{}
 	return !found
 }
+
+// keepsCap reports whether packed bytes of size may stay in place in an
+// allocation of capacity c: a hash that shrank to under half of it is
+// copied out at its size instead, so that a lock's few bytes do not keep
+// the room a larger hash once took (up to packMaxBytes a key, which the
+// logical size does not see).
+func keepsCap(size, c int) bool { return size*2 >= c }
 
 func uvarintLen(n int) int {
 	k := 1
@@ -291,29 +367,39 @@ func (h hashRef) Del(field []byte) bool {
 	if v.bigHash() != nil {
 		return v.bigHash().Del(field)
 	}
-	if _, ok := h.Get(field); !ok {
-		return false
-	}
-	out := make([]byte, 0, len(v.Str))
+	at, drop := 0, 0
 	for b := v.Str; len(b) > 0; {
 		var e packEntry
 		e, b = packNext(b)
-		if !e.is(field) {
-			out = append(out, e.raw...)
+		if e.is(field) {
+			at, drop = len(v.Str)-len(b)-len(e.raw), len(e.raw)
+			break
 		}
 	}
-	if len(out) == 0 {
-		out = nil
+	if drop == 0 {
+		return false
 	}
-	v.Str = out
+	if drop == len(v.Str) {
+		v.Str, v.agg = nil, nil
+		return true
+	}
+	if h.owned() && keepsCap(len(v.Str)-drop, cap(v.Str)) {
+		// Nothing holds a slice of the bytes: close the gap in place.
+		n := copy(v.Str[at:], v.Str[at+drop:])
+		v.Str = v.Str[:at+n]
+		return true
+	}
+	out := make([]byte, 0, len(v.Str)-drop)
+	out = append(append(out, v.Str[:at]...), v.Str[at+drop:]...)
+	v.Str, v.agg = out, packOwned{}
 	return true
 }
 
 // Clone returns a deep copy as a *Hash.
 func (h hashRef) Clone() *Hash {
 	n := &Hash{}
-	h.Each(func(f, val []byte) bool {
-		n.Set(f, val)
+	h.peekEach(func(f, val []byte) bool {
+		n.Set(f, val) // copies
 		return true
 	})
 	return n

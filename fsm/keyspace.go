@@ -75,14 +75,24 @@ func (v *Value) zset() *ZSet    { z, _ := v.agg.(*ZSet); return z }
 // something holds the name: the key, its expiry entry, a WATCH tombstone
 // (at most 65,536), the scan index, a walk in progress. A snapshot's
 // restore lays keys out the same way.
+//
+// A small hash's packed bytes (hashpack.go) of up to sharedNameMax move in
+// the same way, and are then the hash's own (packOwned: the copy is new,
+// nothing holds it); a new hash is built in the state machine's scratch
+// (hashForWrite) until here, so a lock's hash costs the Value and this one
+// allocation.
 func (v *Value) takeName(key []byte) string {
-	if v.Kind != KindString || len(v.Str) > sharedNameMax {
+	hash := v.Kind == KindHash && v.bigHash() == nil
+	if v.Kind != KindString && !hash || len(v.Str) > sharedNameMax {
 		return string(key)
 	}
 	buf := make([]byte, len(key)+len(v.Str))
 	copy(buf, key)
 	copy(buf[len(key):], v.Str)
 	v.Str = buf[len(key):len(buf):len(buf)]
+	if hash {
+		v.agg = packOwned{}
+	}
 	return unsafe.String(unsafe.SliceData(buf), len(key))
 }
 

@@ -308,7 +308,7 @@ func holdCounts(h hashRef) bool {
 		return false
 	}
 	ok := true
-	h.Each(func(f, val []byte) bool {
+	h.peekEach(func(f, val []byte) bool { // keeps nothing: the bytes may change in place after
 		k, isInt := parseInt64(val)
 		ok = isInt && k > 0 && bytes.IndexByte(f, ':') > 0
 		return ok

@@ -366,6 +366,6 @@ func (c *Ctx) countsInPlace(args [][]byte) bool {
 	if !ok || v == nil {
 		return false
 	}
-	_, ok = v.hash().Get(args[2])
+	_, ok = v.hash().peek(args[2])
 	return ok
 }

@@ -98,7 +98,7 @@ func objectSize(v *Value, samples int64) int64 {
 	case KindHash:
 		if v.enc() != encBig {
 			lp := newListpack()
-			v.hash().Each(func(f, val []byte) bool {
+			v.hash().peekEach(func(f, val []byte) bool {
 				lp.add(f)
 				lp.add(val)
 				return true
@@ -106,7 +106,7 @@ func objectSize(v *Value, samples int64) int64 {
 			return sizeRobj + jemallocSize(lp.bytes)
 		}
 		var n, sum int64
-		v.hash().Each(func(f, val []byte) bool {
+		v.hash().peekEach(func(f, val []byte) bool {
 			sum += sdsAlloc(len(f)) + sdsAlloc(len(val)) + sizeDictEntry
 			n++
 			return n < samples

@@ -271,7 +271,7 @@ func (v *Value) encode(e *encoder) {
 		e.bytes(v.Str)
 	case KindHash:
 		e.uvarint(uint64(v.hash().Len()))
-		v.hash().Each(func(f, val []byte) bool {
+		v.hash().peekEach(func(f, val []byte) bool { // written, not kept
 			e.bytes(f)
 			e.bytes(val)
 			return true

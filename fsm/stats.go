@@ -62,7 +62,7 @@ func (v *Value) payload() int64 {
 	var n int64
 	switch {
 	case v.Kind == KindHash:
-		v.hash().Each(func(f, val []byte) bool {
+		v.hash().peekEach(func(f, val []byte) bool {
 			n += int64(len(f) + len(val))
 			return true
 		})

@@ -44,9 +44,10 @@ func newTestServerWith(tb testing.TB, wrap func(*cluster.Local) Backend, opts ..
 	for _, o := range opts {
 		o(&cfg)
 	}
-	// The state machine holds the users, the password among them.
-	f := fsm.New(fsm.Options{Users: acl.NewUsers().WithDefaultPassword(cfg.RequirePass)})
+	// The state machine holds the users, the password among them; it asks
+	// the hub whether anyone listens, as deadbolt.go wires it.
 	hub := NewHub()
+	f := fsm.New(fsm.Options{Users: acl.NewUsers().WithDefaultPassword(cfg.RequirePass), Listened: hub.Listened})
 	local := cluster.NewLocal(f, &cluster.ManualClock{}, hub)
 	var backend Backend = local
 	if wrap != nil {

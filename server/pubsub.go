@@ -99,7 +99,18 @@ type Hub struct {
 	mu        sync.RWMutex
 	subs      [3]map[string][]*conn // name -> subscribers in subscription order
 	delivered atomic.Int64          // messages queued to subscribers, ever
+	// listening counts subscriptions (a connection and a name) of every
+	// kind; changed under mu, read without it (Listened).
+	listening atomic.Int64
 }
+
+// Listened reports whether any connection has a subscription (a channel,
+// pattern or shard channel), for fsm.Options.Listened: while none has, the
+// state machine records no published message for this hub. A connection
+// that subscribes while a command is applied may so miss a message the
+// command published; Redis orders the two the same way (a subscription
+// made after PUBLISH ran does not get its message).
+func (h *Hub) Listened() bool { return h.listening.Load() > 0 }
 
 // NewHub returns an empty hub.
 func NewHub() *Hub {
@@ -125,6 +136,7 @@ func (h *Hub) subscribe(c *conn, k subKind, names [][]byte) {
 		if !c.subs.has(k, name) {
 			c.subs[k] = append(c.subs[k], name)
 			h.subs[k][name] = append(h.subs[k][name], c)
+			h.listening.Add(1)
 		}
 		n := c.subs.count(k)
 		c.confirm(pushReply(resp.BulkString(subNames[k][0]), resp.BulkReply(b), resp.IntReply(int64(n))))
@@ -177,6 +189,7 @@ func (h *Hub) drop(k subKind, name string, c *conn) {
 	for i, o := range list {
 		if o == c {
 			list = append(list[:i:i], list[i+1:]...)
+			h.listening.Add(-1)
 			break
 		}
 	}

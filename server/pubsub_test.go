@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/deadbolt/deadbolt/fsm"
 	"github.com/deadbolt/deadbolt/resp"
 )
 
@@ -161,4 +163,68 @@ func TestSlowSubscriber(t *testing.T) {
 		}
 	}
 	pub.must(status("PONG"), "ping")
+}
+
+// TestHubListened: the hub tells the state machine whether anyone is
+// subscribed (fsm.Options.Listened), and the state machine records no
+// message while no one is. Each kind of subscription alone must count, and
+// every way of leaving must count down, or messages would be lost (a count
+// stuck at zero) or copied for no one.
+func TestHubListened(t *testing.T) {
+	s := newTestServer(t)
+	pub := dial(t, s.addr)
+	listened := func(want bool) {
+		t.Helper()
+		if got := s.hub.Listened(); got != want {
+			t.Fatalf("Listened() = %v, want %v (count %d)", got, want, s.hub.listening.Load())
+		}
+	}
+	listened(false)
+	pub.must(integer(0), "publish", "news", "x")
+
+	for _, kind := range []struct{ sub, unsub, pub, channel, msg string }{
+		{"subscribe", "unsubscribe", "publish", "news", "message"},
+		{"psubscribe", "punsubscribe", "publish", "n*", "pmessage"},
+		{"ssubscribe", "sunsubscribe", "spublish", "news", "smessage"},
+	} {
+		c := dial(t, s.addr)
+		c.must(arr(bulk(kind.sub), bulk(kind.channel), integer(1)), kind.sub, kind.channel)
+		c.must(arr(bulk(kind.sub), bulk(kind.channel), integer(1)), kind.sub, kind.channel) // again: one subscription
+		listened(true)
+		pub.must(integer(1), kind.pub, "news", "hi")
+		want := arr(bulk(kind.msg), bulk("news"), bulk("hi"))
+		if kind.msg == "pmessage" {
+			want = arr(bulk("pmessage"), bulk("n*"), bulk("news"), bulk("hi"))
+		}
+		if got := c.readRaw(); got != want {
+			t.Fatalf("%s: %q, want %q", kind.sub, got, want)
+		}
+		c.must(arr(bulk(kind.unsub), bulk(kind.channel), integer(0)), kind.unsub, kind.channel)
+		listened(false)
+		c.must(arr(bulk(kind.unsub), bulk(kind.channel), integer(0)), kind.unsub, kind.channel) // not subscribed: no change
+		listened(false)
+
+		// Leaving by RESET and by closing the connection.
+		c.must(arr(bulk(kind.sub), bulk(kind.channel), integer(1)), kind.sub, kind.channel)
+		listened(true)
+		c.must(status("RESET"), "reset")
+		listened(false)
+		c.must(arr(bulk(kind.sub), bulk(kind.channel), integer(1)), kind.sub, kind.channel)
+		c.must(arr(bulk(kind.sub), bulk("other"), integer(2)), kind.sub, "other")
+		listened(true)
+		c.nc.Close()
+		waitFor(t, "the subscriber to go", func() bool { return !s.hub.Listened() })
+		if n := s.hub.listening.Load(); n != 0 {
+			t.Fatalf("%d subscriptions counted after the last went", n)
+		}
+	}
+
+	// With no one listening, a PUBLISH records nothing to deliver.
+	res, err := s.local.Apply(context.Background(), fsm.Command{Args: [][]byte{[]byte("publish"), []byte("news"), []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Effects) != 0 {
+		t.Errorf("PUBLISH with no subscriber recorded %d effects", len(res.Effects))
+	}
 }
