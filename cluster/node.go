@@ -429,7 +429,7 @@ func NewNode(cfg Config) (*Node, error) {
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
-			n.disk.run(n.stop)
+			n.disk.run(n.stop, n.cfg.Logger, n.cfg.ID)
 		}()
 	}
 	n.prop.start(&n.wg)
