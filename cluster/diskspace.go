@@ -88,7 +88,15 @@ func (w *diskWatch) check() {
 	free := int64(st.Bavail) * int64(st.Bsize)
 	w.free.Store(free)
 	w.low.Store(free < w.minFree)
-	if w.fullAt.Load() != 0 && free >= max(w.minFree, 1<<20) {
+	// An append fails for want of space when the log needs a new
+	// segment: "full" lasts until one fits. Were it cleared sooner,
+	// every write would be proposed, fail again, and (on a leader) cost
+	// an election; so it did on a disk too small for the reserve segment.
+	need := max(w.minFree, 1<<20)
+	if w.log != nil {
+		need = max(need, w.log.SegmentSize())
+	}
+	if w.fullAt.Load() != 0 && free >= need {
 		w.fullAt.Store(0)
 	}
 	if w.log != nil && w.log.ReserveInUse() && free > 2*w.log.SegmentSize() {

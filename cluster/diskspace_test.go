@@ -44,3 +44,36 @@ func TestDiskWatchLogsStatusChanges(t *testing.T) {
 		t.Fatalf("a failed append for want of space logged %q", full)
 	}
 }
+
+// segmentLog stands for the raftlog store, whose segment size is all
+// check reads here (besides a reserve, which this disk has none of): a
+// double, since the point is a segment larger than the free space of
+// whatever disk the test runs on, which a real store cannot be given.
+type segmentLog struct{ size int64 }
+
+func (segmentLog) ReserveInUse() bool   { return false }
+func (segmentLog) RefillReserve()       {}
+func (l segmentLog) SegmentSize() int64 { return l.size }
+
+// A failed append for want of space keeps the disk "full" until a new
+// segment fits, not only until 1 MiB is free: on a 20 MB tmpfs with
+// --min-free-disk 0 (no room for the reserve) the log's new segment found
+// no space, the next check (4 MB free) cleared "full", and every later
+// write was proposed, failed, and made the leader step down: an election
+// a write. The free space is the real file system's.
+func TestDiskWatchFullUntilASegmentFits(t *testing.T) {
+	dir := t.TempDir()
+	w := newDiskWatch(dir, 0, nil)
+	free := w.free.Load()
+	w.log = segmentLog{size: free + 1<<30}
+	w.noSpace(errors.New("no space left on device"))
+	w.check()
+	if s := w.status(); s != "full" {
+		t.Fatalf("status %q with %d bytes free and segments of %d: want full", s, w.free.Load(), free+1<<30)
+	}
+	w.log = segmentLog{size: 1 << 20}
+	w.check()
+	if s := w.status(); s != "ok" && w.free.Load() >= 1<<20 {
+		t.Fatalf("status %q once a segment fits (%d bytes free): want ok", s, w.free.Load())
+	}
+}
