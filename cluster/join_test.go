@@ -54,3 +54,13 @@ func TestJoinViaPlainPortWithTLSFailsAtOnce(t *testing.T) {
 		t.Fatalf("JoinVia a plain port: %v; want the TLS error naming --tls-addr, not a deadline", err)
 	}
 }
+
+// A node whose --id is not among --peers is refused with what to do, not
+// raft's "cluster: bootstrap: node is not a voter".
+func TestBootstrapIDNotInPeers(t *testing.T) {
+	_, err := NewNode(Config{ID: "n4", RaftAddr: "127.0.0.1:0", DataDir: t.TempDir(),
+		Peers: []Peer{{ID: "n1", RaftAddr: "127.0.0.1:1"}, {ID: "n2", RaftAddr: "127.0.0.1:2"}}})
+	if err == nil || !strings.Contains(err.Error(), `"n4" is not one of --peers' (n1, n2)`) || !strings.Contains(err.Error(), "--join") {
+		t.Fatalf("NewNode with its id outside --peers: %v", err)
+	}
+}
