@@ -26,6 +26,11 @@ func TestACLFileErrorStopsStart(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
+	// ACL LOAD's "no change to the previously active ACL rules" is
+	// untrue at the start: there are none, and the node does not start.
+	if strings.Contains(err.Error(), "previously active") || !strings.HasSuffix(err.Error(), "(the node does not start)") {
+		t.Errorf("error %q: want no ACL LOAD warning, and that the node does not start", err)
+	}
 	if _, err := Start(Config{Addr: "127.0.0.1:0", ACLFile: filepath.Join(t.TempDir(), "missing.acl")}); err == nil || !strings.Contains(err.Error(), "missing.acl") {
 		t.Errorf("a missing ACL file: %v", err)
 	}

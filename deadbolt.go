@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -435,7 +436,11 @@ func initialUsers(cfg Config) (*acl.Users, error) {
 	}
 	users, err = acl.ParseFile(cfg.ACLFile, string(text))
 	if err != nil {
-		return nil, fmt.Errorf("deadbolt: --aclfile %s: %w", cfg.ACLFile, err)
+		// ParseFile's text is ACL LOAD's, as Redis words it; at the
+		// start there are no rules in force to keep, and the node
+		// does not start.
+		msg := strings.TrimSpace(strings.TrimSuffix(err.Error(), acl.LoadRefusedWarning))
+		return nil, fmt.Errorf("deadbolt: --aclfile %s: %s (the node does not start)", cfg.ACLFile, msg)
 	}
 	return users, nil
 }

@@ -2,7 +2,9 @@ package deadbolt
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/deadbolt/deadbolt/transport"
@@ -15,10 +17,9 @@ import (
 // InsecureCluster). tlsAuth is the TLS part, for SIGHUP and --join.
 func peerAuth(cfg Config) (auth transport.PeerAuth, tlsAuth *transport.TLSAuth, err error) {
 	var chain []transport.PeerAuth
-	onFailure := func(remote string, err error) {
-		if cfg.Logger != nil {
-			cfg.Logger.Warn("cluster: a peer failed authentication; nothing it sent was read", "remote", remote, "err", err)
-		}
+	var onFailure func(remote string, err error)
+	if cfg.Logger != nil {
+		onFailure = newFailureLog(cfg.Logger, authFailureLogEvery, time.Now).report
 	}
 	if cfg.TLSCluster {
 		if tlsAuth, err = transport.NewTLSAuth(memberTLS(cfg), 5*time.Second); err != nil {
@@ -58,4 +59,47 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// authFailureLogEvery bounds the "a peer failed authentication" records
+// per peer host: raft dials again at every heartbeat, so a member with
+// another secret or certificate was logged several times a second.
+const authFailureLogEvery = 10 * time.Second
+
+// failureLog logs failed handshakes, at most one per peer host every
+// `every`; the next record says how many it left out ("suppressed").
+type failureLog struct {
+	logger     *slog.Logger
+	every      time.Duration
+	now        func() time.Time
+	mu         sync.Mutex
+	last       map[string]time.Time
+	suppressed map[string]int
+}
+
+func newFailureLog(logger *slog.Logger, every time.Duration, now func() time.Time) *failureLog {
+	return &failureLog{logger: logger, every: every, now: now, last: map[string]time.Time{}, suppressed: map[string]int{}}
+}
+
+func (f *failureLog) report(remote string, err error) {
+	host, _, e := net.SplitHostPort(remote)
+	if e != nil {
+		host = remote
+	}
+	f.mu.Lock()
+	now := f.now()
+	if t, ok := f.last[host]; ok && now.Sub(t) < f.every {
+		f.suppressed[host]++
+		f.mu.Unlock()
+		return
+	}
+	if len(f.last) >= 1024 { // a scan from many hosts: start again
+		clear(f.last)
+		clear(f.suppressed)
+	}
+	n := f.suppressed[host]
+	delete(f.suppressed, host)
+	f.last[host] = now
+	f.mu.Unlock()
+	f.logger.Warn("cluster: a peer failed authentication; nothing it sent was read", "remote", remote, "err", err, "suppressed", n)
 }

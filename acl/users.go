@@ -168,6 +168,9 @@ func (t *Users) IsInitial() bool {
 	return d != nil && d.Describe() == DefaultUser().Describe()
 }
 
+// LoadRefusedWarning ends ParseFile's error, as Redis ends ACL LOAD's.
+const LoadRefusedWarning = "WARNING: ACL errors detected, no change to the previously active ACL rules was performed"
+
 // ParseFile reads an ACL file (Redis's format: "user <name> <rules>" a
 // line). name is used in the error texts, which are Redis's: every line in
 // error is reported, and nothing is loaded when one is. A file without the
@@ -221,7 +224,7 @@ func ParseFile(name, text string) (*Users, error) {
 		}
 	}
 	if errs.Len() > 0 {
-		return nil, errors.New(errs.String() + "WARNING: ACL errors detected, no change to the previously active ACL rules was performed")
+		return nil, errors.New(errs.String() + LoadRefusedWarning)
 	}
 	if t.byName["default"] == nil {
 		t.byName["default"] = DefaultUser()

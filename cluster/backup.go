@@ -160,7 +160,7 @@ func (n *Node) seedSnapshot(snaps raft.SnapshotStore, trans raft.Transport, data
 	if err != nil {
 		return fmt.Errorf("cluster: restore: %w", err)
 	}
-	sum := sha256.Sum256(data)
+	sum, size := sha256.Sum256(data), len(data) // the file's, as deadbolt backup printed them
 	if data, err = newClusterSeed(data); err != nil {
 		return fmt.Errorf("cluster: restore: %w", err)
 	}
@@ -179,7 +179,7 @@ func (n *Node) seedSnapshot(snaps raft.SnapshotStore, trans raft.Transport, data
 	if err := sink.Close(); err != nil {
 		return fmt.Errorf("cluster: restore: %w", err)
 	}
-	n.cfg.Logger.Info("cluster: starting from a backup", "id", n.cfg.ID, "bytes", len(data),
+	n.cfg.Logger.Info("cluster: starting from a backup", "id", n.cfg.ID, "bytes", size,
 		"sha256", hex.EncodeToString(sum[:]), "clock_ms", clock, "members", len(conf.Servers))
 	return nil
 }

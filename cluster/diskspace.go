@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -59,6 +60,8 @@ type diskWatch struct {
 	// peers, while set, refuses writes: the MISCONF message saying which
 	// other voters are short of space (diskquorum.go).
 	peers atomic.Pointer[string]
+	// logged is the status last logged (logChange; run's goroutine only).
+	logged string
 }
 
 type reserver interface {
@@ -68,7 +71,7 @@ type reserver interface {
 }
 
 func newDiskWatch(dir string, minFree int64, log reserver) *diskWatch {
-	w := &diskWatch{dir: dir, minFree: minFree, log: log}
+	w := &diskWatch{dir: dir, minFree: minFree, log: log, logged: "ok"}
 	w.free.Store(-1)
 	w.check()
 	return w
@@ -85,7 +88,15 @@ func (w *diskWatch) check() {
 	free := int64(st.Bavail) * int64(st.Bsize)
 	w.free.Store(free)
 	w.low.Store(free < w.minFree)
-	if w.fullAt.Load() != 0 && free >= max(w.minFree, 1<<20) {
+	// An append fails for want of space when the log needs a new
+	// segment: "full" lasts until one fits. Were it cleared sooner,
+	// every write would be proposed, fail again, and (on a leader) cost
+	// an election; so it did on a disk too small for the reserve segment.
+	need := max(w.minFree, 1<<20)
+	if w.log != nil {
+		need = max(need, w.log.SegmentSize())
+	}
+	if w.fullAt.Load() != 0 && free >= need {
 		w.fullAt.Store(0)
 	}
 	if w.log != nil && w.log.ReserveInUse() && free > 2*w.log.SegmentSize() {
@@ -93,16 +104,39 @@ func (w *diskWatch) check() {
 	}
 }
 
-func (w *diskWatch) run(stop <-chan struct{}) {
+func (w *diskWatch) run(stop <-chan struct{}, logger *slog.Logger, id string) {
 	t := time.NewTicker(diskCheckEvery)
 	defer t.Stop()
 	for {
+		w.logChange(logger, id)
 		select {
 		case <-stop:
 			return
 		case <-t.C:
 		}
 		w.check()
+	}
+}
+
+// logChange logs the disk status when it differs from the one last
+// logged ("ok" before the first): the node's own log says when and why it
+// starts and stops refusing writes, not only the clients' MISCONF replies.
+func (w *diskWatch) logChange(logger *slog.Logger, id string) {
+	s := w.status()
+	if s == w.logged {
+		return
+	}
+	w.logged = s
+	free := max(w.free.Load(), 0)
+	switch s {
+	case "low":
+		logger.Warn("disk short of space: writes are refused (MISCONF) until the data directory has --min-free-disk free; reads go on",
+			"id", id, "dir", w.dir, "free", free, "min_free", w.minFree)
+	case "full":
+		logger.Warn("disk full: a log append found no space; writes are refused (MISCONF) until space returns; reads go on",
+			"id", id, "dir", w.dir, "free", free)
+	default:
+		logger.Info("disk space returned: writes are taken again", "id", id, "dir", w.dir, "free", free)
 	}
 }
 

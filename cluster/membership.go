@@ -419,6 +419,11 @@ func (n *Node) JoinVia(ctx context.Context, addr string) error {
 			// The seed or this node refused the other's certificate:
 			// trying again cannot change that.
 			return fmt.Errorf("cluster: join via %s: %w", addr, err)
+		case err != nil && addr == seed && notTLS(err):
+			// With --tls-cluster, the seed given is a port that answers
+			// in plain text (its --addr, not its --tls-addr): trying
+			// again cannot change that either.
+			return fmt.Errorf("cluster: join via %s: %w", addr, err)
 		case err != nil && addr != seed:
 			addr = seed // after the pause below
 		case err == nil && r.Type == resp.Status:
@@ -431,7 +436,11 @@ func (n *Node) JoinVia(ctx context.Context, addr string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster: join via %s: %w (last: %v %s)", addr, ctx.Err(), err, r.Str)
+			last := string(r.Str)
+			if err != nil {
+				last = err.Error()
+			}
+			return fmt.Errorf("cluster: join via %s: %w (last: %s)", addr, ctx.Err(), last)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -578,6 +587,13 @@ func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 
 // certificateRefused reports whether a TLS handshake failed on a
 // certificate: the peer's alert, or this side's verification.
+// notTLS reports whether err is a TLS handshake's with a peer that does
+// not speak TLS.
+func notTLS(err error) bool {
+	var rec tls.RecordHeaderError
+	return errors.As(err, &rec)
+}
+
 func certificateRefused(err error) bool {
 	var verify *tls.CertificateVerificationError
 	var op *net.OpError

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -429,7 +430,7 @@ func NewNode(cfg Config) (*Node, error) {
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
-			n.disk.run(n.stop)
+			n.disk.run(n.stop, n.cfg.Logger, n.cfg.ID)
 		}()
 	}
 	n.prop.start(&n.wg)
@@ -485,6 +486,13 @@ func (n *Node) Bootstrap(peers []Peer) error {
 		servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
 	}
 	err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	if errors.Is(err, raft.ErrNotVoter) {
+		ids := make([]string, len(peers))
+		for i, p := range peers {
+			ids[i] = p.ID
+		}
+		return fmt.Errorf("cluster: bootstrap: this node's id %q is not one of --peers' (%s): every node of a new cluster is given the same --peers, its own --id among them; a node added to a running cluster uses --join instead", n.cfg.ID, strings.Join(ids, ", "))
+	}
 	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 		return fmt.Errorf("cluster: bootstrap: %w", err)
 	}

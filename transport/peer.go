@@ -135,6 +135,11 @@ func (a *SecretAuth) Server(c net.Conn) (net.Conn, error) {
 	}
 	got := make([]byte, macLen)
 	if _, err := io.ReadFull(c, got); err != nil {
+		if errors.Is(err, io.EOF) {
+			// The dialer checks this node's proof first and hangs up
+			// if it is wrong.
+			return nil, a.fail(c, fmt.Errorf("it closed the connection instead of sending its proof: it holds another secret (this node's proof was wrong to it), or it stopped: %w", err))
+		}
 		return nil, a.fail(c, fmt.Errorf("reading its proof: %w", err))
 	}
 	if !hmac.Equal(got, a.mac("dialer", na, nb)) {

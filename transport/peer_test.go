@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -59,6 +60,11 @@ func TestSecretAuthOtherSecret(t *testing.T) {
 	}
 	if serr == nil || c.Failures() != 1 || s.Failures() != 1 {
 		t.Fatalf("acceptor %v; failures: dialer %d, acceptor %d", serr, c.Failures(), s.Failures())
+	}
+	// The acceptor learns it only from the dialer hanging up: it says
+	// what that means, not a bare "reading its proof: EOF".
+	if !strings.Contains(serr.Error(), "another secret") {
+		t.Fatalf("acceptor: %v; want another secret named", serr)
 	}
 }
 

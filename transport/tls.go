@@ -116,7 +116,15 @@ func (a *TLSAuth) Client(c net.Conn) (net.Conn, error) {
 	}
 	var b [1]byte
 	if _, err := io.ReadFull(tc, b[:]); err != nil {
-		return nil, a.fail(c, fmt.Errorf("the node dialed refused this node's certificate: %w", err))
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "remote error" {
+			// The acceptor sent a TLS alert: it refused the certificate.
+			return nil, a.fail(c, fmt.Errorf("the node dialed refused this node's certificate: %w", err))
+		}
+		// No alert: the acceptor closed the connection, or said nothing,
+		// before accepting. A node that is stopping does this to a dial
+		// in flight; nothing says the certificate was refused.
+		return nil, fmt.Errorf("transport: the node dialed closed the connection before accepting this node's certificate (it may be stopping): %w", err)
 	}
 	if b[0] != tlsAccepted {
 		return nil, a.fail(c, errors.New("the node dialed does not speak the members' TLS handshake"))

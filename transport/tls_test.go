@@ -319,3 +319,36 @@ func TestPeerClosedUnheardIsNoFailure(t *testing.T) {
 		})
 	}
 }
+
+// A member that is stopping can finish the TLS handshake of a dial in
+// flight and then close the connection without its acceptance byte or an
+// alert. The dialer must not report that as its certificate refused (a
+// rolling restart logged "the node dialed refused this node's
+// certificate", which sends an operator after certificates that are
+// fine): no failure counted, OnFailure not told, and the error says the
+// connection closed. A real refusal (an alert) is still one.
+func TestTLSAuthAcceptorClosedIsNoRefusal(t *testing.T) {
+	s := testcerts.Make(t)
+	srv := newTLSAuth(t, member(s, s.Cert, s.Key))
+	dialer := newTLSAuth(t, member(s, s.Node2Cert, s.Node2Key))
+	var told []error
+	dialer.OnFailure = func(_ string, err error) { told = append(told, err) }
+	acc, dial := tcpPair(t)
+	go func() {
+		// The acceptor's TLS handshake, then a close: what a node does
+		// to a dial in flight as it stops.
+		tc := tls.Server(acc, srv.server.Load())
+		tc.Handshake()
+		acc.Close()
+	}()
+	_, err := dialer.Client(dial)
+	if err == nil {
+		t.Fatal("the dial succeeded on a connection closed before the acceptance")
+	}
+	if errors.Is(err, ErrAuth) || strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), "closed the connection before accepting") {
+		t.Fatalf("dialer: %v; want no authentication failure, and a closed connection named", err)
+	}
+	if n := dialer.Failures(); n != 0 || len(told) != 0 {
+		t.Fatalf("a closed connection counted as %d failures, reported %v", n, told)
+	}
+}

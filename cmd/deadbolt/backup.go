@@ -117,7 +117,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("backup: %w", err)
 	}
 	if err := writeFileAtomic(*out, r.Str); err != nil {
-		return fmt.Errorf("backup: %w", err)
+		return fmt.Errorf("backup: writing --out %s: %w", *out, err)
 	}
 	sum := sha256.Sum256(r.Str)
 	fmt.Fprintf(stdout, "backup of %s: %d bytes in %s, clock %s, sha256 %s, written to %s\n", *addr, len(r.Str),

@@ -57,6 +57,12 @@ func TestRunBackupAndRestore(t *testing.T) {
 		t.Error("a failed backup left a file")
 	}
 	t.Setenv("DEADBOLT_PASSWORD", "pw")
+	// An --out that cannot be written is named as given, not by the
+	// temporary file beside it.
+	nodir := filepath.Join(dir, "no-such-dir", "x.backup")
+	if err := run(ctx, []string{"backup", "--addr", addr, "--out", nodir}, &out, &errb); err == nil || !strings.Contains(err.Error(), "--out "+nodir+": ") {
+		t.Errorf("an --out in a missing directory: %v", err)
+	}
 	if err := run(ctx, []string{"backup", "--addr", addr, "--out", file}, &out, &errb); err != nil {
 		t.Fatalf("backup: %v", err)
 	}

@@ -71,6 +71,10 @@ func runLocks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return resp.Reply{}, err
 		}
 		r, err := resp.ReadReply(rd, 512<<20)
+		if errors.Is(err, io.EOF) {
+			// A TLS port closes a connection that starts in plain text.
+			err = fmt.Errorf("%s closed the connection (a TLS port? deadbolt locks speaks plain TCP: give the node's --addr port, or send DEADBOLT LOCKS with redis-cli --tls): %w", *addr, err)
+		}
 		if err == nil && r.IsError() {
 			err = errors.New(r.String())
 		}

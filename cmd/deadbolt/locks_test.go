@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deadbolt/deadbolt/internal/testcerts"
 )
 
 // TestRunLocks: "deadbolt locks" prints the locks of a running node as a
@@ -77,5 +79,33 @@ func TestRunLocks(t *testing.T) {
 	}
 	if err := run(ctx, []string{"locks", "--addr", addr, "--kind", "mutex"}, &out, &errb); err == nil || !strings.Contains(err.Error(), "unknown lock kind") {
 		t.Errorf("--kind mutex: %v", err)
+	}
+}
+
+// "deadbolt locks" given a node's TLS port (it speaks plain TCP) says
+// that the port may be TLS, instead of a bare "EOF" (or "AUTH: EOF").
+func TestRunLocksTLSPort(t *testing.T) {
+	certs := testcerts.Make(t)
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var serverOut, serverErr lockedBuffer
+	go func() {
+		done <- run(ctx, []string{"--addr", "", "--tls-addr", addr, "--tls-cert-file", certs.Cert, "--tls-key-file", certs.Key,
+			"--tls-auth-clients", "no"}, &serverOut, &serverErr)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	dialWhenUp(t, addr).Close()
+	for _, args := range [][]string{{"locks", "--addr", addr}, {"locks", "--addr", addr, "--password", "pw"}} {
+		var out, errb bytes.Buffer
+		err := run(ctx, args, &out, &errb)
+		if err == nil || !strings.Contains(err.Error(), "a TLS port?") || !strings.Contains(err.Error(), addr) {
+			t.Errorf("%v: %v; want the TLS port named", args, err)
+		}
 	}
 }

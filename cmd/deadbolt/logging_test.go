@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -120,5 +121,25 @@ func waitLog(t *testing.T, b *lockedBuffer, want string) {
 			t.Fatalf("no %s in the log:\n%s", want, b.String())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A duration in a JSON record reads as in the text format, with its unit:
+// "cluster: the leader's Raft address refuses connections" logged its
+// silent=375ms as "silent":375000000 (nanoseconds, unnamed).
+func TestLogJSONDurations(t *testing.T) {
+	var b strings.Builder
+	newLogger(&b, "json", slog.LevelInfo).Info("x", "silent", 375*time.Millisecond, "n", 3)
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(b.String()), &rec); err != nil {
+		t.Fatalf("%q: %v", b.String(), err)
+	}
+	if rec["silent"] != "375ms" || rec["n"] != float64(3) {
+		t.Fatalf("silent=%#v n=%#v in %s; want \"375ms\" and 3", rec["silent"], rec["n"], b.String())
+	}
+	b.Reset()
+	newLogger(&b, "text", slog.LevelInfo).Info("x", "silent", 375*time.Millisecond)
+	if !strings.Contains(b.String(), "silent=375ms") {
+		t.Fatalf("text: %s", b.String())
 	}
 }

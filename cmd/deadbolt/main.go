@@ -36,9 +36,18 @@ func main() {
 		if errors.Is(err, flag.ErrHelp) {
 			return // -h: the usage was printed
 		}
-		fmt.Fprintln(os.Stderr, "deadbolt:", err)
+		fmt.Fprintln(os.Stderr, errorLine(err))
 		os.Exit(1)
 	}
+}
+
+// errorLine is the process's last word for err: "deadbolt: " and the
+// error, once (some of the library's errors start so already).
+func errorLine(err error) string {
+	if s := err.Error(); strings.HasPrefix(s, "deadbolt: ") {
+		return s
+	}
+	return "deadbolt: " + err.Error()
 }
 
 // subcommands are deadbolt's commands other than serving ("deadbolt

@@ -205,3 +205,23 @@ func dialWhenUp(t *testing.T, addr string) net.Conn {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// The process's last word names deadbolt once: "deadbolt: deadbolt:
+// --aclfile users.acl: ..." was printed for errors the library already
+// prefixed.
+func TestErrorLineOnePrefix(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "users.acl")
+	if err := os.WriteFile(path, []byte("user bob on >pw ~* +nosuchcmd\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := run(t.Context(), []string{"--addr", freeAddr(t), "--aclfile", path}, io.Discard, io.Discard)
+	if err == nil {
+		t.Fatal("started with an ACL file in error")
+	}
+	if got := errorLine(err); !strings.HasPrefix(got, "deadbolt: --aclfile "+path+": ") {
+		t.Fatalf("last word %q", got)
+	}
+	if got := errorLine(errors.New("cluster: x")); got != "deadbolt: cluster: x" {
+		t.Fatalf("last word %q", got)
+	}
+}
