@@ -52,8 +52,11 @@ type diskWatch struct {
 	low     atomic.Bool  // free < minFree at the last check
 	// fullAt is when an append last failed with ENOSPC (Unix ns; 0:
 	// never, or space came back since).
-	fullAt  atomic.Int64
-	refused atomic.Int64 // writes refused for want of space
+	fullAt atomic.Int64
+	// segsAtFull is the log's SegmentsMade when fullAt was set: a segment
+	// made since then ends "full" too.
+	segsAtFull atomic.Uint64
+	refused    atomic.Int64 // writes refused for want of space
 	// log is the raftlog store, if the node has one: its reserve segment
 	// in use means the disk is full.
 	log reserver
@@ -68,6 +71,7 @@ type reserver interface {
 	ReserveInUse() bool
 	RefillReserve()
 	SegmentSize() int64
+	SegmentsMade() uint64
 }
 
 func newDiskWatch(dir string, minFree int64, log reserver) *diskWatch {
@@ -89,19 +93,28 @@ func (w *diskWatch) check() {
 	w.free.Store(free)
 	w.low.Store(free < w.minFree)
 	// An append fails for want of space when the log needs a new
-	// segment: "full" lasts until one fits. Were it cleared sooner,
-	// every write would be proposed, fail again, and (on a leader) cost
-	// an election; so it did on a disk too small for the reserve segment.
-	need := max(w.minFree, 1<<20)
-	if w.log != nil {
-		need = max(need, w.log.SegmentSize())
-	}
-	if w.fullAt.Load() != 0 && free >= need {
+	// segment: "full" lasts until one fits, or one was made (an append
+	// that got past the refusal, such as a PUBLISH or the node's own
+	// entries, may take the returned space before this looks). Were it
+	// cleared sooner, every write would be proposed, fail again, and (on
+	// a leader) cost an election; so it did on a disk too small for the
+	// reserve segment.
+	if w.fullAt.Load() != 0 && (free >= w.fullNeeds() || w.log != nil && w.log.SegmentsMade() != w.segsAtFull.Load()) {
 		w.fullAt.Store(0)
 	}
 	if w.log != nil && w.log.ReserveInUse() && free > 2*w.log.SegmentSize() {
 		w.log.RefillReserve()
 	}
+}
+
+// fullNeeds is the free space that ends "full": a segment of the log,
+// and never less than --min-free-disk or 1 MiB.
+func (w *diskWatch) fullNeeds() int64 {
+	need := max(w.minFree, 1<<20)
+	if w.log != nil {
+		need = max(need, w.log.SegmentSize())
+	}
+	return need
 }
 
 func (w *diskWatch) run(stop <-chan struct{}, logger *slog.Logger, id string) {
@@ -133,8 +146,8 @@ func (w *diskWatch) logChange(logger *slog.Logger, id string) {
 		logger.Warn("disk short of space: writes are refused (MISCONF) until the data directory has --min-free-disk free; reads go on",
 			"id", id, "dir", w.dir, "free", free, "min_free", w.minFree)
 	case "full":
-		logger.Warn("disk full: a log append found no space; writes are refused (MISCONF) until space returns; reads go on",
-			"id", id, "dir", w.dir, "free", free)
+		logger.Warn("disk full: the log found no space for its next segment (or runs on its reserve); writes are refused (MISCONF) until space returns; reads go on",
+			"id", id, "dir", w.dir, "free", free, "needs", w.fullNeeds())
 	default:
 		logger.Info("disk space returned: writes are taken again", "id", id, "dir", w.dir, "free", free)
 	}
@@ -151,14 +164,17 @@ func (w *diskWatch) refusal() error {
 		return replyError{fmt.Sprintf("MISCONF writes are refused: the data directory %s has %d bytes free, below --min-free-disk %d; reads keep working, writes resume when space returns",
 			w.dir, max(w.free.Load(), 0), w.minFree)}
 	case "full":
-		return replyError{fmt.Sprintf("MISCONF writes are refused: the disk of the data directory %s is full (%d bytes free); reads keep working, writes resume when space returns",
-			w.dir, max(w.free.Load(), 0))}
+		return replyError{fmt.Sprintf("MISCONF writes are refused: the disk of the data directory %s is full (%d bytes free, the log needs %d for its next segment); reads keep working, writes resume when space returns",
+			w.dir, max(w.free.Load(), 0), w.fullNeeds())}
 	}
 	return nil
 }
 
 // noSpace is the error for a write whose append failed with ENOSPC.
 func (w *diskWatch) noSpace(err error) error {
+	if w.log != nil {
+		w.segsAtFull.Store(w.log.SegmentsMade())
+	}
 	w.fullAt.Store(time.Now().UnixNano())
 	w.refused.Add(1)
 	return replyError{fmt.Sprintf("MISCONF write refused: no space left on the disk of the data directory %s (%v); nothing was written, writes resume when space returns", w.dir, err)}

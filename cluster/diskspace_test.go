@@ -54,6 +54,7 @@ type segmentLog struct{ size int64 }
 func (segmentLog) ReserveInUse() bool   { return false }
 func (segmentLog) RefillReserve()       {}
 func (l segmentLog) SegmentSize() int64 { return l.size }
+func (segmentLog) SegmentsMade() uint64 { return 0 }
 
 // A failed append for want of space keeps the disk "full" until a new
 // segment fits, not only until 1 MiB is free: on a 20 MB tmpfs with

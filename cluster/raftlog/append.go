@@ -185,6 +185,7 @@ func (s *Store) newSegment(base uint64) (*segment, error) {
 		os.Remove(path)
 		return nil, fmt.Errorf("raftlog: new segment: %w", err)
 	}
+	s.segsMade.Add(1)
 	return &segment{base: base, f: sp.f, size: headerSize, cap: s.segSize}, nil
 }
 

@@ -90,3 +90,8 @@ func (s *Store) RefillReserve() {
 
 // SegmentSize is the size of the log's segment files.
 func (s *Store) SegmentSize() int64 { return s.segSize }
+
+// SegmentsMade counts the segments the store has made since it opened: one
+// made after an append failed for want of space means the log has room
+// again, whatever the free space reads when it is next looked at.
+func (s *Store) SegmentsMade() uint64 { return s.segsMade.Load() }

@@ -88,6 +88,7 @@ type Store struct {
 	// The reserve segment (reserve.go).
 	reserving   atomic.Bool   // one goroutine makes it at a time
 	reserveUsed atomic.Bool   // taken for want of space, not yet made again
+	segsMade    atomic.Uint64 // segments newSegment made (SegmentsMade)
 	quit        chan struct{} // closed by Close: the reserve being made stops pausing
 	// metaFirst is the first index recorded in meta, under wmu.
 	metaFirst uint64
