@@ -52,16 +52,21 @@ func ProcKeys(name string, argv [][]byte, keys []KeyRef) []KeyRef {
 		}
 		return []KeyRef{k}
 	case strings.EqualFold(name, "bitfield") && len(keys) == 1:
+		// As Redis's bitfieldGetKeys: GET and OVERFLOW with their
+		// arguments read; SET, INCRBY, or anything it cannot read (a
+		// syntax error to come) counts as a write.
 		readOnly := true
+	ops:
 		for i := 2; i < len(argv); i++ {
-			switch strings.ToLower(string(argv[i])) {
-			case "get":
+			left := len(argv) - i - 1
+			switch a := strings.ToLower(string(argv[i])); {
+			case a == "get" && left >= 2:
 				i += 2
-			case "set", "incrby":
-				readOnly = false
-				i += 3
-			case "overflow":
+			case a == "overflow" && left >= 1:
 				i++
+			default:
+				readOnly = false
+				break ops
 			}
 		}
 		if readOnly {
@@ -69,20 +74,23 @@ func ProcKeys(name string, argv [][]byte, keys []KeyRef) []KeyRef {
 		}
 		return []KeyRef{{Pos: 1, Flags: flagsRWAccessUpdate, Perm: PermAll}}
 	case strings.EqualFold(name, "sort") && len(argv) >= 2:
-		// The sorted key, and the last STORE's destination. LIMIT skips
-		// two arguments, GET and BY one; any other word none, so in
-		// "LIMIT 0 STORE d" STORE is LIMIT's and d no key, as in Redis.
+		// The sorted key, and the last STORE's destination, read as SORT
+		// itself reads its options (fsm/cmd_sort.go): LIMIT takes two
+		// arguments, STORE, GET and BY one, when there are that many left.
+		// Redis's sortGetKeys does not skip STORE's argument, so for "SORT
+		// k STORE by STORE d" it checks "by" and SORT writes d; here d is
+		// checked, the one difference from Redis's keys (COMPATIBILITY.md).
 		out := []KeyRef{{Pos: 1, Flags: flagsROAccess, Perm: PermRead}}
 		store := 0
 		for i := 2; i < len(argv); i++ {
-			switch strings.ToLower(string(argv[i])) {
-			case "limit":
+			left := len(argv) - i - 1
+			switch a := strings.ToLower(string(argv[i])); {
+			case a == "limit" && left >= 2:
 				i += 2
-			case "store":
-				if i+1 < len(argv) {
-					store = i + 1
-				}
-			case "get", "by":
+			case a == "store" && left >= 1:
+				store = i + 1
+				i++
+			case (a == "get" || a == "by") && left >= 1:
 				i++
 			}
 		}

@@ -157,11 +157,12 @@ func (c *Ctx) scriptCall(args [][]byte) resp.Reply {
 	if !ok || spec.Flags&Internal != 0 {
 		return serverCommandFromScript(args) // script_servercmd.go
 	}
-	if spec.Flags&NoScript != 0 {
-		return resp.Err(msgScriptDenied)
-	}
+	// Arity first, then noscript, as Redis's scriptCall checks them.
 	if !spec.arityOK(len(args)) {
 		return resp.Err(msgScriptArity)
+	}
+	if spec.Flags&NoScript != 0 {
+		return resp.Err(msgScriptDenied)
 	}
 	if r, ok := c.scriptACL(args); !ok {
 		return r
