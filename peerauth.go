@@ -66,15 +66,26 @@ func loopback(addr string) bool {
 // another secret or certificate was logged several times a second.
 const authFailureLogEvery = 10 * time.Second
 
+// authFailureLogBurst bounds the records of all peer hosts together per
+// authFailureLogEvery: a scan from many addresses (an IPv6 range) would
+// otherwise still log one record per address.
+const authFailureLogBurst = 20
+
 // failureLog logs failed handshakes, at most one per peer host every
-// `every`; the next record says how many it left out ("suppressed").
+// `every`, and at most authFailureLogBurst in all per `every`; the next
+// record says how many it left out ("suppressed": that host's, and any
+// host's the overall bound left out). Every failure is still counted by
+// the transport.
 type failureLog struct {
-	logger     *slog.Logger
-	every      time.Duration
-	now        func() time.Time
-	mu         sync.Mutex
-	last       map[string]time.Time
-	suppressed map[string]int
+	logger      *slog.Logger
+	every       time.Duration
+	now         func() time.Time
+	mu          sync.Mutex
+	last        map[string]time.Time
+	suppressed  map[string]int
+	windowStart time.Time // the overall bound's current period
+	inWindow    int       // records logged in it
+	others      int       // failures the overall bound left out, not yet reported
 }
 
 func newFailureLog(logger *slog.Logger, every time.Duration, now func() time.Time) *failureLog {
@@ -93,11 +104,21 @@ func (f *failureLog) report(remote string, err error) {
 		f.mu.Unlock()
 		return
 	}
+	if now.Sub(f.windowStart) >= f.every {
+		f.windowStart, f.inWindow = now, 0
+	}
+	if f.inWindow >= authFailureLogBurst {
+		f.others++
+		f.mu.Unlock()
+		return
+	}
+	f.inWindow++
 	if len(f.last) >= 1024 { // a scan from many hosts: start again
 		clear(f.last)
 		clear(f.suppressed)
 	}
-	n := f.suppressed[host]
+	n := f.suppressed[host] + f.others
+	f.others = 0
 	delete(f.suppressed, host)
 	f.last[host] = now
 	f.mu.Unlock()

@@ -2,6 +2,7 @@ package deadbolt
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -29,5 +30,27 @@ func TestAuthFailureLogRateLimited(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 3 || !strings.Contains(lines[2], "remote=10.0.0.2:7000") || !strings.Contains(lines[2], "suppressed=4") {
 		t.Fatalf("after 10 s: %q, want a third record with suppressed=4", lines)
+	}
+}
+
+// A scan from many addresses (2000 IPv6 hosts) logs at most
+// authFailureLogBurst records per period, not one per address, and the
+// next record after the period counts what was left out.
+func TestAuthFailureLogBoundedOverall(t *testing.T) {
+	var b strings.Builder
+	now := time.Unix(1_700_000_000, 0)
+	f := newFailureLog(slog.New(slog.NewTextHandler(&b, nil)), 10*time.Second, func() time.Time { return now })
+	bad := errors.New("not a member")
+	for i := range 2000 {
+		f.report(fmt.Sprintf("[2001:db8::%x]:7000", i), bad)
+	}
+	if n := strings.Count(b.String(), "failed authentication"); n != authFailureLogBurst {
+		t.Fatalf("%d records for 2000 hosts in one period, want %d", n, authFailureLogBurst)
+	}
+	now = now.Add(11 * time.Second)
+	f.report("[2001:db8::1:0]:7000", bad)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if want := fmt.Sprintf("suppressed=%d", 2000-authFailureLogBurst); !strings.Contains(lines[len(lines)-1], want) {
+		t.Fatalf("the record after the period: %q, want %s", lines[len(lines)-1], want)
 	}
 }

@@ -45,7 +45,8 @@ const (
 // MinSecretLen is the shortest secret SecretAuth accepts.
 const MinSecretLen = 16
 
-// ErrAuth is wrapped by every failed handshake.
+// ErrAuth is wrapped by every failed handshake that counts as a failure: not by
+// a dial that the node dialed closed before answering (it may be stopping).
 var ErrAuth = errors.New("transport: peer failed authentication")
 
 // ErrClosedUnheard is what Server returns for a peer that closed the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,9 +122,15 @@ func (a *TLSAuth) Client(c net.Conn) (net.Conn, error) {
 			// The acceptor sent a TLS alert: it refused the certificate.
 			return nil, a.fail(c, fmt.Errorf("the node dialed refused this node's certificate: %w", err))
 		}
-		// No alert: the acceptor closed the connection, or said nothing,
-		// before accepting. A node that is stopping does this to a dial
-		// in flight; nothing says the certificate was refused.
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Silence, not a close: a TLS server that is no member (a
+			// node's client TLS port given as its raft address, say)
+			// finished the handshake and waits for a command.
+			return nil, a.fail(c, fmt.Errorf("the node dialed finished the TLS handshake and then said nothing for %v: is this address a member's raft address, not a client TLS port? %w", a.timeout, err))
+		}
+		// No alert: the acceptor closed the connection before accepting.
+		// A node that is stopping does this to a dial in flight; nothing
+		// says the certificate was refused.
 		return nil, fmt.Errorf("transport: the node dialed closed the connection before accepting this node's certificate (it may be stopping): %w", err)
 	}
 	if b[0] != tlsAccepted {

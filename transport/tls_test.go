@@ -352,3 +352,37 @@ func TestTLSAuthAcceptorClosedIsNoRefusal(t *testing.T) {
 		t.Fatalf("a closed connection counted as %d failures, reported %v", n, told)
 	}
 }
+
+// TestTLSAuthSilentAcceptorIsAFailure: a TLS server that finishes the
+// handshake and then says nothing (a node's client TLS port given as its
+// raft address) is no stopping member: the dial counts as a failed
+// authentication and says what to check.
+func TestTLSAuthSilentAcceptorIsAFailure(t *testing.T) {
+	s := testcerts.Make(t)
+	srv := newTLSAuth(t, member(s, s.Cert, s.Key))
+	dialer, err := NewTLSAuth(member(s, s.Node2Cert, s.Node2Key), 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []error
+	dialer.OnFailure = func(_ string, err error) { told = append(told, err) }
+	acc, dial := tcpPair(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tc := tls.Server(acc, srv.server.Load())
+		tc.Handshake()
+		var b [1]byte
+		acc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		acc.Read(b[:]) // silent until the dialer gives up
+	}()
+	_, err = dialer.Client(dial)
+	dial.Close()
+	<-done
+	if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "said nothing") {
+		t.Fatalf("dialer: %v; want an authentication failure naming the silence", err)
+	}
+	if n := dialer.Failures(); n != 1 || len(told) != 1 {
+		t.Fatalf("a silent acceptor counted as %d failures, reported %d times", n, len(told))
+	}
+}
