@@ -151,3 +151,36 @@ func TestDeadboltLocksACL(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadboltLocksACLThroughFollower: a follower serves DEADBOLT LOCKS
+// from its own state for the user that asked, so a restricted user sees
+// its own locks there and no others, and the default user all of them.
+func TestDeadboltLocksACLThroughFollower(t *testing.T) {
+	c := RunClusterT(t, 3)
+	ctx := context.Background()
+	leader := c.WaitLeader()
+	admin := resp2(t, c.Addr(leader))
+	if err := admin.Do(ctx, append([]any{"ACL", "SETUSER", "locker"}, lockUserRules...)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	lc := dbclient.New(userClient(t, c.Addr(leader), "locker", "lockpass"))
+	defer lc.Close()
+	if err := lc.NewLock("lock:orders", dbclient.WithOwner(dbclient.OwnerOf("svc-a", 1))).Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := admin.SetNX(ctx, "job", "secret-token", 10*time.Second).Result(); err != nil || !ok {
+		t.Fatalf("SET NX: %v %v", ok, err)
+	}
+	f := c.Followers()[0]
+	// A write through the follower returns once the follower applied it,
+	// and with it the user.
+	if err := resp2(t, c.Addr(f)).Set(ctx, "barrier", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := lockNames(deadboltLocks(t, userResp2(t, c.Addr(f), "locker", "lockpass"))); got != "lock:orders" {
+		t.Errorf("locker through a follower sees %s, want lock:orders", got)
+	}
+	if got := lockNames(deadboltLocks(t, resp2(t, c.Addr(f)))); got != "job,lock:orders" {
+		t.Errorf("the default user through a follower sees %s", got)
+	}
+}
