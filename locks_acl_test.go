@@ -49,6 +49,7 @@ func TestDeadboltLocksACL(t *testing.T) {
 		{"auditor", "on", ">p", "%R~*", "+deadbolt|locks"},
 		{"writer", "on", ">p", "%W~*", "+deadbolt|locks"},
 		{"sel", "on", ">p", "~lock:*", "+deadbolt|locks", "(~pay-* +get)", "(%R~billing +@read)"},
+		{"nolocks", "on", ">p", "~*", "+@all", "-deadbolt|locks"},
 	} {
 		if err := admin.Do(ctx, append([]any{"ACL", "SETUSER"}, rules...)...).Err(); err != nil {
 			t.Fatalf("ACL SETUSER %v: %v", rules, err)
@@ -132,6 +133,11 @@ func TestDeadboltLocksACL(t *testing.T) {
 		if got := lockNames(deadboltLocks(t, userResp2(t, n.Addr(), tc.user, "p"))); got != tc.want {
 			t.Errorf("%s sees %q, want %q", tc.user, got, tc.want)
 		}
+	}
+
+	// The command can be taken from a user altogether.
+	if err := userResp2(t, n.Addr(), "nolocks", "p").Do(ctx, "DEADBOLT", "LOCKS").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+		t.Errorf("DEADBOLT LOCKS as a user with -deadbolt|locks: %v", err)
 	}
 
 	// Neither a transaction nor a script lists locks.
