@@ -249,3 +249,33 @@ func (u *User) ReadsAnyKey(c *Command, argv [][]byte) bool {
 	}
 	return false
 }
+
+// KeyReader returns a test of whether u may read a key with argv (whose
+// table row is c), for a command that shows keys' contents without naming
+// them as arguments (DEADBOLT LOCKS): as if argv named the key for
+// reading, one selector must both allow the command and grant read access
+// (~ or %R~) on the key. It returns nil when u may read every key with
+// argv, and a test that refuses everything when no selector allows argv.
+func (u *User) KeyReader(c *Command, argv [][]byte) func(key []byte) bool {
+	if u.unrestricted {
+		return nil
+	}
+	var sels []*Selector
+	for _, s := range u.Selectors {
+		if c == nil || !s.allows(c, argv) {
+			continue
+		}
+		if s.AllKeys {
+			return nil
+		}
+		sels = append(sels, s)
+	}
+	return func(key []byte) bool {
+		for _, s := range sels {
+			if s.keyAllowed(key, PermRead) {
+				return true
+			}
+		}
+		return false
+	}
+}

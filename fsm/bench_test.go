@@ -137,8 +137,20 @@ func BenchmarkStringLockUnlock(b *testing.B) {
 // 100) of a database of 100,000 plain keys and 1,000 locks of each of
 // two kinds.
 func BenchmarkIntrospect100k(b *testing.B) {
+	benchIntrospect100k(b, "")
+}
+
+// BenchmarkIntrospect100kUser is the same read for an ACL user who may
+// read only the job:1* keys (111 of the 1,000 string locks): the other
+// locks are left out (lockReader).
+func BenchmarkIntrospect100kUser(b *testing.B) {
+	benchIntrospect100k(b, "svc")
+}
+
+func benchIntrospect100k(b *testing.B, user string) {
 	f := New(Options{})
 	defer f.Close()
+	f.Apply(0, ACLSetUserCommand([]byte("svc"), toArgs([]string{"on", "nopass", "~job:1*", "+@all"})))
 	for i := 0; i < 100000; i++ {
 		f.Apply(0, Command{Args: toArgs([]string{"SET", "key:" + strconv.Itoa(i), "v"})})
 	}
@@ -146,7 +158,7 @@ func BenchmarkIntrospect100k(b *testing.B) {
 		f.Apply(0, Command{Args: toArgs([]string{"SET", "job:" + strconv.Itoa(i), "token", "NX", "PX", "30000"})})
 		f.Apply(0, Command{Args: toArgs([]string{"HINCRBY", "lock:" + strconv.Itoa(i), "uuid:1", "1"})})
 	}
-	cmd := Command{Args: toArgs([]string{LocksCommand})}
+	cmd := Command{Args: toArgs([]string{LocksCommand}), User: user}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/deadbolt/deadbolt/acl"
 	"github.com/deadbolt/deadbolt/resp"
 )
 
@@ -45,6 +46,9 @@ const (
 //	channels (where its waiters subscribe; the server adds waiters), queue
 //	(a fair lock's waiting owners: id, deadline-ms), and by kind: mode
 //	(rwlock), token (fenced), permits (semaphores), count (latch).
+//
+// A restricted ACL user (Command.User) sees only the locks it could read
+// (lockReader): COUNT counts those.
 func cmdLocks(c *Ctx, args [][]byte) resp.Reply {
 	var (
 		pattern []byte
@@ -79,13 +83,17 @@ func cmdLocks(c *Ctx, args [][]byte) resp.Reply {
 		}
 	}
 	out := []resp.Reply{}
+	readable, ok := c.lockReader(args)
+	if !ok {
+		return resp.ArrayReply(out...)
+	}
 	for db, ks := range c.f.dbs {
 		// Only keys that can be locks are sorted: lock-shaped strings and
 		// hashes.
 		var names []string
 		for k, v := range ks.keys.all() {
 			if v.lock != shapeNone || v.Kind == KindHash {
-				if pattern == nil || stringMatch(pattern, []byte(k), false) {
+				if (pattern == nil || stringMatch(pattern, []byte(k), false)) && (readable == nil || readable([]byte(k))) {
 					names = append(names, k)
 				}
 			}
@@ -99,12 +107,31 @@ func cmdLocks(c *Ctx, args [][]byte) resp.Reply {
 			if v.expired(c.now) {
 				continue
 			}
-			if r, k, ok := c.describeLock(ks, db, name, v); ok && (kind == "" || kind == k) {
+			if r, k, ok := c.describeLock(ks, db, name, v, readable); ok && (kind == "" || kind == k) {
 				out = append(out, r)
 			}
 		}
 	}
 	return resp.ArrayReply(out...)
+}
+
+// lockReader returns which keys the command's ACL user may see the locks
+// of: a lock is shown as if DEADBOLT LOCKS named its key, and every
+// companion key its entry is read from (a fair lock's queue and timeouts,
+// a fenced lock's token, a permit semaphore's permits), for reading
+// (acl.User.KeyReader): lock tokens and owner ids are what a client
+// releases a lock with. nil: every key (no user, or one who may read
+// them all). ok is false when the user is gone (it sees nothing).
+func (c *Ctx) lockReader(args [][]byte) (readable func([]byte) bool, ok bool) {
+	if c.user == "" {
+		return nil, true
+	}
+	u := c.f.users.Get(c.user)
+	if u == nil {
+		return nil, false
+	}
+	argv := append([][]byte{[]byte("deadbolt"), []byte("locks")}, args[1:]...)
+	return u.KeyReader(acl.LookupArgs(argv), argv), true
 }
 
 func truncName(s string) string {
@@ -124,8 +151,20 @@ func (c *Ctx) live(ks *keyspace, key string, k Kind) *Value {
 	return v
 }
 
+// companion returns a lock's companion key as live does, and hides the
+// entry when the key is there but the user may not read it.
+func (c *Ctx) companion(ks *keyspace, e *lockEntry, key string, k Kind) *Value {
+	v := c.live(ks, key, k)
+	if v != nil && e.readable != nil && !e.readable([]byte(key)) {
+		e.hidden = true
+	}
+	return v
+}
+
 // lockEntry collects one lock's fields.
 type lockEntry struct {
+	readable   func([]byte) bool // the keys the user may see (lockReader); nil: all
+	hidden     bool              // a companion key the user may not read was read
 	name, kind string
 	db         int
 	holders    []resp.Reply
@@ -156,8 +195,8 @@ func holder(id []byte, count int64) resp.Reply {
 
 // describeLock recognises the lock layout of key name, if it has one, and
 // returns its entry and kind.
-func (c *Ctx) describeLock(ks *keyspace, db int, name string, v *Value) (resp.Reply, string, bool) {
-	e := lockEntry{name: name, db: db, since: -1, lease: -1}
+func (c *Ctx) describeLock(ks *keyspace, db int, name string, v *Value, readable func([]byte) bool) (resp.Reply, string, bool) {
+	e := lockEntry{readable: readable, name: name, db: db, since: -1, lease: -1}
 	if v.Deadline != 0 {
 		e.lease = max(v.Deadline-c.now, 0)
 	}
@@ -173,6 +212,9 @@ func (c *Ctx) describeLock(ks *keyspace, db int, name string, v *Value) (resp.Re
 	default:
 		return resp.Reply{}, "", false
 	}
+	if e.hidden {
+		return resp.Reply{}, "", false
+	}
 	return e.reply(), e.kind, true
 }
 
@@ -186,7 +228,7 @@ func (c *Ctx) describeStringLock(ks *keyspace, e *lockEntry, v *Value) bool {
 		e.kind = "semaphore"
 		e.channels = []resp.Reply{resp.BulkString(companionName("redisson_sc", e.name))}
 		e.extra = []resp.Reply{resp.BulkString("permits"), counterValue(v.Str)}
-		if z := c.live(ks, suffixedName(e.name, "timeout"), KindZSet); z != nil {
+		if z := c.companion(ks, e, suffixedName(e.name, "timeout"), KindZSet); z != nil {
 			e.kind = "permit-semaphore"
 			z.zset().Each(func(m string, score float64) bool {
 				exp := int64(-1)
@@ -275,9 +317,9 @@ func (c *Ctx) describeHashLock(ks *keyspace, e *lockEntry, v *Value) bool {
 	})
 	channel := companionName("redisson_lock__channel", e.name)
 	e.kind = "reentrant"
-	if q := c.live(ks, companionName("redisson_lock_queue", e.name), KindList); q != nil {
+	if q := c.companion(ks, e, companionName("redisson_lock_queue", e.name), KindList); q != nil {
 		e.kind = "fair"
-		z := c.live(ks, companionName("redisson_lock_timeout", e.name), KindZSet)
+		z := c.companion(ks, e, companionName("redisson_lock_timeout", e.name), KindZSet)
 		q.list().Each(func(id []byte) bool {
 			deadline := int64(-1)
 			if z != nil {
@@ -293,7 +335,7 @@ func (c *Ctx) describeHashLock(ks *keyspace, e *lockEntry, v *Value) bool {
 		return true
 	}
 	e.channels = []resp.Reply{resp.BulkString(channel)}
-	if t := c.live(ks, companionName("redisson_lock_token", e.name), KindString); t != nil {
+	if t := c.companion(ks, e, companionName("redisson_lock_token", e.name), KindString); t != nil {
 		e.kind = "fenced"
 		e.extra = []resp.Reply{resp.BulkString("token"), counterValue(t.Str)}
 	}

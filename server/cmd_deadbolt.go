@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/deadbolt/deadbolt/acl"
 	"github.com/deadbolt/deadbolt/fsm"
 	"github.com/deadbolt/deadbolt/resp"
 )
@@ -14,7 +15,8 @@ import (
 // keys shaped as the locks of the clients deadbolt serves (fsm/locks.go):
 // a read through the backend's read path (forwarded to the leader and
 // read-indexed in a cluster, like GET), to which this node adds the
-// waiters subscribed here and on the other members.
+// waiters subscribed here and on the other members. A restricted ACL
+// user sees only the locks whose keys it may read (fsm.LocksCommand).
 func init() {
 	registerConn(connSpec{name: "deadbolt", arity: -2, flags: mayBlock | noMulti, fn: cmdDeadbolt}) // a read of the whole keyspace: not at a place in a transaction
 }
@@ -52,20 +54,35 @@ type MemberAsker interface {
 const askTimeout = 500 * time.Millisecond
 
 // deadboltLocks reads the locks through the backend and adds to each the
-// waiters subscribed to its channels on every member that answers.
+// waiters subscribed to its channels on every member that answers. The
+// read carries the connection's ACL user: the state machine lists only
+// the locks that user may read (fsm/locks_read.go), and the reply is
+// checked again here against the user this node knows, so that a state
+// machine that did not filter (an older leader answering a forwarded
+// read during an upgrade) shows a user no other lock either.
 func deadboltLocks(c *conn, opts [][]byte) resp.Reply {
-	return c.srv.locks(context.Background(), c.db, opts)
+	user := c.scriptUser()
+	var readable func([]byte) bool
+	if user != "" {
+		argv := append([][]byte{[]byte("deadbolt"), []byte("locks")}, opts...)
+		if readable = c.user.KeyReader(acl.LookupArgs(argv), argv); readable == nil {
+			user = "" // it may read every key
+		}
+	}
+	return c.srv.locks(context.Background(), c.db, user, readable, opts)
 }
 
 // Locks answers DEADBOLT LOCKS with options opts (MATCH, KIND, COUNT, as
 // the command's arguments) for a caller without a connection: the status
 // page and its JSON API (httpapi). ctx bounds the read.
 func (s *Server) Locks(ctx context.Context, opts [][]byte) resp.Reply {
-	return s.locks(ctx, 0, opts)
+	return s.locks(ctx, 0, "", nil, opts)
 }
 
-func (s *Server) locks(ctx context.Context, db int, opts [][]byte) resp.Reply {
-	cmd := fsm.Command{DB: db, Args: append([][]byte{[]byte(fsm.LocksCommand)}, opts...)}
+// locks reads the locks user (an ACL user's name, "" for every lock) may
+// see; readable, if not nil, tests each lock's name again.
+func (s *Server) locks(ctx context.Context, db int, user string, readable func([]byte) bool, opts [][]byte) resp.Reply {
+	cmd := fsm.Command{DB: db, Args: append([][]byte{[]byte(fsm.LocksCommand)}, opts...), User: user}
 	res, err := s.backend.Read(ctx, cmd)
 	if err != nil {
 		return resp.Err(errorText(err))
@@ -73,6 +90,15 @@ func (s *Server) locks(ctx context.Context, db int, opts [][]byte) resp.Reply {
 	r := res.Reply
 	if r.Type != resp.Array {
 		return r // an error reply
+	}
+	if readable != nil {
+		kept := r.Elems[:0]
+		for _, lock := range r.Elems {
+			if name := lockField(lock, "name"); name.Type == resp.Bulk && readable(name.Str) {
+				kept = append(kept, lock)
+			}
+		}
+		r.Elems = kept
 	}
 	// Every channel once, counted here, then on the other members.
 	counts := make(map[string]int64)
@@ -123,12 +149,18 @@ func askWaiters(a MemberAsker, chans [][]byte, counts map[string]int64) int64 {
 
 // lockChannels returns the "channels" of a lock's map.
 func lockChannels(lock resp.Reply) []resp.Reply {
+	return lockField(lock, "channels").Elems
+}
+
+// lockField returns the field name of a lock's map (a zero Reply if it
+// has none).
+func lockField(lock resp.Reply, name string) resp.Reply {
 	for i := 0; i+1 < len(lock.Elems); i += 2 {
-		if string(lock.Elems[i].Str) == "channels" {
-			return lock.Elems[i+1].Elems
+		if string(lock.Elems[i].Str) == name {
+			return lock.Elems[i+1]
 		}
 	}
-	return nil
+	return resp.Reply{}
 }
 
 // withWaiters adds "waiters" and "waiters-nodes" to a lock's map after

@@ -23,7 +23,8 @@ func runLocks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	var (
 		addr    = fs.String("addr", "127.0.0.1:6379", "a node's RESP `host:port` (any node: followers forward the read)")
-		pass    = fs.String("password", "", "AUTH with this `password` (--requirepass of the node)")
+		user    = fs.String("user", "", "AUTH as this ACL `user` (with --password); it sees only the locks whose keys it may read")
+		pass    = fs.String("password", "", "AUTH with this `password` (--requirepass of the node, or --user's)")
 		match   = fs.String("match", "", "only lock names matching this glob `pattern`")
 		kind    = fs.String("kind", "", "only this `kind`: reentrant, fair, fenced, rwlock, semaphore, permit-semaphore, latch, string")
 		count   = fs.Int("count", 0, "list at most this many locks (0: the server's default, 100)")
@@ -80,7 +81,11 @@ func runLocks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return r, err
 	}
-	if *pass != "" {
+	if *user != "" {
+		if _, err := call("AUTH", *user, *pass); err != nil {
+			return fmt.Errorf("AUTH %s: %w", *user, err)
+		}
+	} else if *pass != "" {
 		if _, err := call("AUTH", *pass); err != nil {
 			return fmt.Errorf("AUTH: %w", err)
 		}

@@ -80,6 +80,22 @@ func TestRunLocks(t *testing.T) {
 	if err := run(ctx, []string{"locks", "--addr", addr, "--kind", "mutex"}, &out, &errb); err == nil || !strings.Contains(err.Error(), "unknown lock kind") {
 		t.Errorf("--kind mutex: %v", err)
 	}
+
+	// An ACL user sees the locks whose keys it may read.
+	c.Write([]byte("ACL SETUSER locker on >pw ~job +@all -@admin -@dangerous\r\n"))
+	if line, err := rd.ReadString('\n'); err != nil || line != "+OK\r\n" {
+		t.Fatalf("ACL SETUSER: %q %v", line, err)
+	}
+	out.Reset()
+	if err := run(ctx, []string{"locks", "--addr", addr, "--user", "locker", "--password", "pw"}, &out, &errb); err != nil {
+		t.Fatalf("locks --user: %v (%s)", err, errb.String())
+	}
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 2 || !strings.Contains(lines[1], "tok-1") || strings.Contains(out.String(), "svc-a") {
+		t.Errorf("locks --user locker:\n%s", out.String())
+	}
+	if err := run(ctx, []string{"locks", "--addr", addr, "--user", "locker", "--password", "nope"}, &out, &errb); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+		t.Errorf("locks --user with a wrong password: %v", err)
+	}
 }
 
 // "deadbolt locks" given a node's TLS port (it speaks plain TCP) says
