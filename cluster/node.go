@@ -293,7 +293,7 @@ func NewNode(cfg Config) (*Node, error) {
 		if cid != "" {
 			n.clusterID.Store(&cid)
 		}
-		store, st, closer, err := openLogStore(cfg.DataDir, rc.Logger, raftlog.Options{BeforeSync: cfg.BeforeSync, SegmentSize: cfg.SegmentSize, OnFailure: n.diskFailed, RepairLost: true})
+		store, st, closer, err := openLogStore(cfg.DataDir, rc.Logger, raftlog.Options{BeforeSync: cfg.BeforeSync, SegmentSize: cfg.SegmentSize, OnFailure: n.diskFailed, RepairLost: true, Logger: cfg.Logger})
 		if err != nil {
 			return nil, storeError(err, cfg.ID, cfg.DataDir)
 		}
