@@ -64,6 +64,14 @@ func TestMetricsDiskGaugesFollower(t *testing.T) {
 		}
 	}
 
+	// The follower's log has made its reserve segment (after the spare):
+	// filled before that, the disk would see the making of it fail and
+	// its space come back, and the full follower have no reserve to take.
+	reserve := filepath.Join(mounts[f], "data", "log", "reserve")
+	waitFor(t, 10*time.Second, "the follower's reserve segment", func() bool {
+		st, err := os.Stat(reserve)
+		return err == nil && st.Size() == segSize
+	})
 	ballast := tmpfs.Fill(t, mounts[f], 1<<20)
 	var fm map[string]float64
 	waitFor(t, 10*time.Second, "the follower's disk status 1", func() bool {
