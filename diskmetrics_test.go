@@ -160,3 +160,61 @@ func TestMetricsAlertedErrorKindsFromZero(t *testing.T) {
 		t.Errorf("after one OOM reply: %v", v)
 	}
 }
+
+// TestMetricsDiskFullFollowerNoReserve: a follower started on a disk with
+// too little room for its log's reserve segment, and no --min-free-disk,
+// fills it: its appends fail for want of space, and its status is 2
+// (full). Before, only a leader's failed append was noted, so such a
+// follower said 0 (ok) on /metrics and to a leader looking for a member
+// with room to hand over to.
+func TestMetricsDiskFullFollowerNoReserve(t *testing.T) {
+	const segSize = 1 << 20
+	mounts := make([]string, 3)
+	for i := range mounts {
+		mounts[i] = tmpfs.Mount(t, 20<<20)
+	}
+	const f = 2
+	// Room for the first segment, not the spare or the reserve.
+	ballast := tmpfs.Fill(t, mounts[f], 3*segSize/2)
+	c := RunClusterT(t, 3, func(i int, cfg *Config) {
+		cfg.DataDir = filepath.Join(mounts[i], "data")
+		cfg.MinFreeDisk = -1
+		cfg.segmentSize = segSize
+		withHTTP(cfg)
+	})
+	l := c.WaitLeader()
+	if l == f {
+		if err := c.Nodes[l].Raft().TransferLeadership(); err != nil {
+			t.Fatal(err)
+		}
+		l = c.WaitNewLeader(f)
+	}
+	cl := client(t, c.Addr(l))
+	value := strings.Repeat("v", 32<<10)
+	i := 0
+	var fm map[string]float64
+	reserve := filepath.Join(mounts[f], "data", "log", "reserve")
+	if _, err := os.Stat(reserve); err == nil {
+		t.Fatal("the follower made a reserve segment: the disk was meant to have no room for one")
+	}
+	if v := scrape(t, c.Nodes[f].HTTPAddr())["deadbolt_disk_status"]; v != 0 {
+		t.Fatalf("the follower's status %v before its log needs a new segment", v)
+	}
+	waitFor(t, 30*time.Second, "the follower's disk status 2", func() bool {
+		for range 8 {
+			i++
+			if err := cl.Set(context.Background(), fmt.Sprintf("k%d", i), value, 0).Err(); err != nil {
+				t.Fatalf("SET %d with one follower's disk full: %v (the follower's status was %v, free %v)", i, err, fm["deadbolt_disk_status"], fm["deadbolt_disk_free_bytes"])
+			}
+		}
+		fm = scrape(t, c.Nodes[f].HTTPAddr())
+		return fm["deadbolt_disk_status"] == 2
+	})
+	t.Logf("follower without a reserve: status %v after %d SETs of 32 KiB, free %v", fm["deadbolt_disk_status"], i, fm["deadbolt_disk_free_bytes"])
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the follower's disk status 0 once space returned", func() bool {
+		return scrape(t, c.Nodes[f].HTTPAddr())["deadbolt_disk_status"] == 0
+	})
+}

@@ -313,7 +313,7 @@ func NewNode(cfg Config) (*Node, error) {
 			n.logStore = rl
 			stable = stableGuard{rl, n} // stablefail.go
 			n.fsm.durable = rl
-			logs = heldLogs{cache, rl, failed}
+			logs = heldLogs{cache, rl, failed, func() { n.disk.appendNoSpace() }}
 			if lost := rl.Lost(); lost != nil {
 				n.startCatchUp(rl, lost) // catchup.go
 			}
