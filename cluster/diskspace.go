@@ -170,12 +170,23 @@ func (w *diskWatch) refusal() error {
 	return nil
 }
 
+// appendNoSpace notes a log append that failed for want of space, on a
+// leader or a follower: the disk is "full" until a new segment fits. A
+// follower's went unnoted before: with --min-free-disk 0 (or above the
+// threshold, with no reserve segment made) it answered "ok" to a leader
+// looking for a member to hand over to, and showed so on /metrics.
+func (w *diskWatch) appendNoSpace() {
+	if w != nil {
+		if w.log != nil {
+			w.segsAtFull.Store(w.log.SegmentsMade())
+		}
+		w.fullAt.Store(time.Now().UnixNano())
+	}
+}
+
 // noSpace is the error for a write whose append failed with ENOSPC.
 func (w *diskWatch) noSpace(err error) error {
-	if w.log != nil {
-		w.segsAtFull.Store(w.log.SegmentsMade())
-	}
-	w.fullAt.Store(time.Now().UnixNano())
+	w.appendNoSpace()
 	w.refused.Add(1)
 	return replyError{fmt.Sprintf("MISCONF write refused: no space left on the disk of the data directory %s (%v); nothing was written, writes resume when space returns", w.dir, err)}
 }

@@ -151,6 +151,9 @@ type heldLogs struct {
 	// failed is the store's error of the last append that failed
 	// (validLogs.failed).
 	failed *atomic.Pointer[error]
+	// noSpace, if set, is told of an append that failed for want of
+	// space: the disk watch's "full", on a follower too (diskspace.go).
+	noSpace func()
 }
 
 // StoreLogs appends through the cache. The cache reports a failure of the
@@ -162,7 +165,10 @@ func (l heldLogs) StoreLogs(logs []*raft.Log) error {
 	err := l.logCache.StoreLogs(logs)
 	if err != nil {
 		if p := l.failed.Load(); p != nil {
-			return *p
+			err = *p
+		}
+		if l.noSpace != nil && isNoSpace(err) {
+			l.noSpace()
 		}
 	}
 	return err

@@ -190,7 +190,7 @@ func TestHeldLogsSyncFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &fakeHeld{release: make(chan struct{}), asked: make(chan uint64, 1)}
-	logs := heldLogs{cache, h, new(atomic.Pointer[error])}
+	logs := heldLogs{logCache: cache, s: h, failed: new(atomic.Pointer[error])}
 	got := make(chan uint64, 1)
 	go func() {
 		var l raft.Log

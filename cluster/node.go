@@ -293,7 +293,7 @@ func NewNode(cfg Config) (*Node, error) {
 		if cid != "" {
 			n.clusterID.Store(&cid)
 		}
-		store, st, closer, err := openLogStore(cfg.DataDir, rc.Logger, raftlog.Options{BeforeSync: cfg.BeforeSync, SegmentSize: cfg.SegmentSize, OnFailure: n.diskFailed, RepairLost: true})
+		store, st, closer, err := openLogStore(cfg.DataDir, rc.Logger, raftlog.Options{BeforeSync: cfg.BeforeSync, SegmentSize: cfg.SegmentSize, OnFailure: n.diskFailed, RepairLost: true, Logger: cfg.Logger})
 		if err != nil {
 			return nil, storeError(err, cfg.ID, cfg.DataDir)
 		}
@@ -313,7 +313,7 @@ func NewNode(cfg Config) (*Node, error) {
 			n.logStore = rl
 			stable = stableGuard{rl, n} // stablefail.go
 			n.fsm.durable = rl
-			logs = heldLogs{cache, rl, failed}
+			logs = heldLogs{cache, rl, failed, func() { n.disk.appendNoSpace() }}
 			if lost := rl.Lost(); lost != nil {
 				n.startCatchUp(rl, lost) // catchup.go
 			}

@@ -65,7 +65,19 @@ var (
 	dLogBatch        = desc("raft_log_append_entries", "Entries per append to the log.")
 	dLogBytes        = desc("raft_log_disk_bytes", "Size of the log's segment files on disk, preallocated space included.")
 	dLogSegments     = desc("raft_log_segments", "Segment files of the log.")
+
+	// The data directory's disk (--data-dir only; cluster/diskmetrics.go).
+	dDiskStatus  = desc("disk_status", "The data directory's disk: 0 ok, 1 short of space (below --min-free-disk), 2 full (an append found no space).")
+	dDiskFree    = desc("disk_free_bytes", "Bytes free on the data directory's file system at the last check (absent if it could not be read).")
+	dDiskMinFree = desc("disk_min_free_bytes", "--min-free-disk: below it the node refuses writes.")
+	dDiskRefused = desc("disk_refused_writes_total", "Client writes this node refused with MISCONF for want of space (its own disk, or too few voters with room).")
 )
+
+// alertedErrorKinds are error kinds an alert or a dashboard panel counts
+// with increase() or rate(): each is exported from the start, at 0, since
+// a series that first appears at 1 has no earlier sample and Prometheus
+// sees no increase.
+var alertedErrorKinds = []string{"MISCONF", "OOM"}
 
 var raftStates = []string{"Follower", "Candidate", "Leader", "Shutdown"}
 
@@ -166,7 +178,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		dChannels, dPatterns, dShardChannels, dDelivered, dKeys, dDeadlines, dScripts, dFunctions, dLibraries, dLogical, dMaxUsed, dMaxmemory,
 		dRaftState, dRaftTerm, dRaftLast, dRaftCommit, dRaftApplied, dRaftFSMApplied, dRaftLeaderKnown, dRaftContact,
 		dRaftFollower, dRaftChanges, dRaftGone, dRaftBatch, dSnapTaken, dSnapInstalled, dSnapTakeSec, dSnapInstallSec, dSnapBytes,
-		dLogWrite, dLogSync, dLogBatch, dLogBytes, dLogSegments} {
+		dLogWrite, dLogSync, dLogBatch, dLogBytes, dLogSegments, dDiskStatus, dDiskFree, dDiskMinFree, dDiskRefused} {
 		ch <- d
 	}
 }
@@ -192,6 +204,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	kinds := make(map[string]int64)
 	for kind, n := range srv.ErrorStats() {
 		kinds[strings.ToValidUTF8(kind, "\uFFFD")] += n
+	}
+	for _, kind := range alertedErrorKinds {
+		if _, ok := kinds[kind]; !ok {
+			kinds[kind] = 0
+		}
 	}
 	for kind, n := range kinds {
 		counter(dErrors, float64(n), kind)
@@ -270,6 +287,14 @@ func (c *collector) collectRaft(ch chan<- prometheus.Metric, counter, gauge emit
 		ch <- histogram(dLogBatch, l.Batch, countBounds, countLe, 1)
 		gauge(dLogBytes, float64(l.DiskBytes))
 		gauge(dLogSegments, float64(l.Segments))
+	}
+	if d, ok := c.src.Raft.DiskMetrics(); ok {
+		gauge(dDiskStatus, float64(d.Status))
+		if d.Free >= 0 {
+			gauge(dDiskFree, float64(d.Free))
+		}
+		gauge(dDiskMinFree, float64(d.MinFree))
+		counter(dDiskRefused, float64(d.Refused))
 	}
 }
 

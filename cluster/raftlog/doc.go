@@ -94,7 +94,9 @@
 // (two syncs per set: a term or a vote, and the synced mark once a
 // second). Opening takes the valid slot with the higher sequence number;
 // a slot torn by a crash leaves the other, and a bit flipped in one slot
-// after a set leaves its copy, never an older term or vote. Raft saves a
+// after a set leaves its copy, never an older term or vote; opening then
+// rewrites the damaged slot from the good one and warns through
+// Options.Logger, naming the file (stablerepair.go). Raft saves a
 // vote in two sets (LastVoteTerm, then LastVoteCand): a set of a new
 // LastVoteTerm drops LastVoteCand in the same slot, so a failure or crash
 // between the two leaves no vote in the new term, never the previous

@@ -31,12 +31,8 @@ func DowngradeStable(dir string) (bool, error) {
 	}
 	st := &stable{path: path, kv: map[string][]byte{}}
 	slotted := len(b) == 2*stableSlot && (isSlot(b[:stableSlot]) || isSlot(b[stableSlot:]))
-	if len(b) == 2*stableSlot {
-		for i := range 2 {
-			if err := newerFormat(path, b[i*stableSlot:], stableMagic); err != nil {
-				return false, err
-			}
-		}
+	if err := newerSlots(path, b); err != nil {
+		return false, err
 	}
 	if slotted {
 		err = st.load(b)

@@ -36,7 +36,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	var err error
-	if s.stable, err = openStable(filepath.Join(dir, "stable")); err != nil {
+	if s.stable, err = openStable(filepath.Join(dir, "stable"), opts.Logger); err != nil {
 		return nil, err
 	}
 	if err := s.loadMark(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -68,7 +69,9 @@ const (
 // keys take well under a hundred bytes).
 var errStableFull = errors.New("raftlog: stable store: the keys do not fit in a slot")
 
-func openStable(path string) (*stable, error) {
+// openStable opens the stable file at path; logger (nil: none) gets a
+// warning if one copy was damaged (stablerepair.go).
+func openStable(path string, logger *slog.Logger) (*stable, error) {
 	st := &stable{path: path, kv: map[string][]byte{}}
 	b, err := os.ReadFile(path)
 	switch {
@@ -77,12 +80,8 @@ func openStable(path string) (*stable, error) {
 	case err != nil:
 		return nil, err
 	}
-	if len(b) == 2*stableSlot {
-		for i := range 2 {
-			if err := newerFormat(path, b[i*stableSlot:], stableMagic); err != nil {
-				return nil, err
-			}
-		}
+	if err := newerSlots(path, b); err != nil {
+		return nil, err
 	}
 	if len(b) == 2*stableSlot && (isSlot(b[:stableSlot]) || isSlot(b[stableSlot:])) {
 		if err := st.load(b); err != nil {
@@ -94,6 +93,12 @@ func openStable(path string) (*stable, error) {
 		// becomes a slotted file now, while opening may still fail.
 		if len(b) > 0 {
 			if err := st.loadV1(b); err != nil {
+				if len(b) == 2*stableSlot {
+					// The slotted file's size, neither copy's
+					// header intact: say so rather than a V1
+					// checksum.
+					return nil, st.noValidSlot(b)
+				}
 				return nil, err
 			}
 		}
@@ -107,6 +112,10 @@ func openStable(path string) (*stable, error) {
 		}
 	}
 	if st.f, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
+		return nil, err
+	}
+	if err := st.repair(b, logger); err != nil {
+		st.f.Close()
 		return nil, err
 	}
 	return st, nil
@@ -123,27 +132,45 @@ func (st *stable) load(b []byte) error {
 	var payload []byte
 	for i := range 2 {
 		slot := b[i*stableSlot : (i+1)*stableSlot]
-		if !isSlot(slot) {
+		if slotProblem(slot) != "" {
 			continue
 		}
 		seq := binary.LittleEndian.Uint64(slot[8:])
 		n := binary.LittleEndian.Uint32(slot[16:])
-		if int(n) > stableSlot-stableHead {
-			continue
-		}
-		crc := crc32.Update(crc32.Checksum(slot[:20], crcTable), crcTable, slot[stableHead:stableHead+int(n)])
-		if crc != binary.LittleEndian.Uint32(slot[20:]) {
-			continue
-		}
 		if best < 0 || seq > bestSeq {
 			best, bestSeq, payload = i, seq, slot[stableHead:stableHead+int(n)]
 		}
 	}
 	if best < 0 {
-		return fmt.Errorf("%w: %s: no slot with a valid checksum", ErrCorrupt, st.path)
+		return st.noValidSlot(b)
 	}
 	st.seq, st.slot = bestSeq, best
 	return st.parse(payload)
+}
+
+// slotProblem says what is wrong with a slot: "" if it is valid.
+func slotProblem(slot []byte) string {
+	switch {
+	case string(slot[:6]) == string(stableMagic[:6]) && !isSlot(slot):
+		return fmt.Sprintf("its header's format version is damaged (reads %d)", binary.BigEndian.Uint16(slot[6:8]))
+	case !isSlot(slot):
+		return "its header is damaged (not a stable slot's magic bytes)"
+	}
+	if n := binary.LittleEndian.Uint32(slot[16:]); int(n) > stableSlot-stableHead {
+		return fmt.Sprintf("its length %d is larger than a slot", n)
+	}
+	if !checksumOK(slot) {
+		return "checksum mismatch"
+	}
+	return ""
+}
+
+// noValidSlot is the error for a slotted file with neither copy valid:
+// the term and vote are gone (opening must fail: an empty store would let
+// the node vote twice in one term).
+func (st *stable) noValidSlot(b []byte) error {
+	return fmt.Errorf("%w: %s: no slot with a valid checksum: both copies of raft's term and vote are damaged (copy 1 at byte 0: %s; copy 2 at byte %d: %s)",
+		ErrCorrupt, st.path, slotProblem(b[:stableSlot]), stableSlot, slotProblem(b[stableSlot:]))
 }
 
 // loadV1 reads the format of earlier builds: u32 CRC-32C of the rest,

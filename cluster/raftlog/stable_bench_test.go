@@ -24,7 +24,7 @@ import (
 func BenchmarkStableSet(b *testing.B) {
 	term := func(i uint64) []byte { return binary.BigEndian.AppendUint64(nil, i) }
 	b.Run("two-slots", func(b *testing.B) {
-		st, err := openStable(filepath.Join(b.TempDir(), "stable"))
+		st, err := openStable(filepath.Join(b.TempDir(), "stable"), nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func BenchmarkStableSet(b *testing.B) {
 		b.ReportMetric(2, "fdatasyncs/op")
 	})
 	b.Run("one-slot", func(b *testing.B) {
-		st, err := openStable(filepath.Join(b.TempDir(), "stable"))
+		st, err := openStable(filepath.Join(b.TempDir(), "stable"), nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,9 @@ type Options struct {
 	// says so, and the caller must not let the node vote until it has
 	// caught up past SyncedMark (repair.go).
 	RepairLost bool
+	// Logger, if set, gets the store's warnings: damage opening found and
+	// repaired (a damaged copy of the stable file, stablerepair.go).
+	Logger *slog.Logger
 }
 
 // Store is a raft.LogStore and raft.StableStore kept in one directory. Its

@@ -20,7 +20,7 @@ import (
 // of a crash that came before the mark was raised.
 func unmark(t *testing.T, dir string) {
 	t.Helper()
-	st, err := openStable(filepath.Join(dir, "stable"))
+	st, err := openStable(filepath.Join(dir, "stable"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
