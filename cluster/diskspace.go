@@ -172,10 +172,10 @@ func (w *diskWatch) refusal() error {
 
 // appendNoSpace notes a log append that failed for want of space, on a
 // leader or a follower: the disk is "full" until a new segment fits or the
-// log has made one (check). A
-// follower's went unnoted before: with --min-free-disk 0 (or above the
-// threshold, with no reserve segment made) it answered "ok" to a leader
-// looking for a member to hand over to, and showed so on /metrics.
+// log has made one (check). A follower's went unnoted before: with
+// --min-free-disk 0 (or above the threshold, with no reserve segment made)
+// it answered "ok" to a leader looking for a member to hand over to, and
+// showed so on /metrics.
 func (w *diskWatch) appendNoSpace() {
 	if w != nil {
 		if w.log != nil {
