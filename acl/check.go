@@ -250,13 +250,14 @@ func (u *User) ReadsAnyKey(c *Command, argv [][]byte) bool {
 	return false
 }
 
-// KeyReader returns a test of whether u may read a key with argv (whose
+// KeyReader returns a test of whether u may read keys with argv (whose
 // table row is c), for a command that shows keys' contents without naming
-// them as arguments (DEADBOLT LOCKS): as if argv named the key for
+// them as arguments (DEADBOLT LOCKS): as if argv named the keys for
 // reading, one selector must both allow the command and grant read access
-// (~ or %R~) on the key. It returns nil when u may read every key with
-// argv, and a test that refuses everything when no selector allows argv.
-func (u *User) KeyReader(c *Command, argv [][]byte) func(key []byte) bool {
+// (~ or %R~) on every one of them, as Redis asks of a command naming
+// several keys. It returns nil when u may read every key with argv, and a
+// test that refuses everything when no selector allows argv.
+func (u *User) KeyReader(c *Command, argv [][]byte) func(keys ...[]byte) bool {
 	if u.unrestricted {
 		return nil
 	}
@@ -270,11 +271,15 @@ func (u *User) KeyReader(c *Command, argv [][]byte) func(key []byte) bool {
 		}
 		sels = append(sels, s)
 	}
-	return func(key []byte) bool {
+	return func(keys ...[]byte) bool {
+	next:
 		for _, s := range sels {
-			if s.keyAllowed(key, PermRead) {
-				return true
+			for _, k := range keys {
+				if !s.keyAllowed(k, PermRead) {
+					continue next
+				}
 			}
+			return true
 		}
 		return false
 	}

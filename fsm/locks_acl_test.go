@@ -79,3 +79,43 @@ func TestLocksACLUser(t *testing.T) {
 		}
 	}
 }
+
+// TestLocksACLOneSelectorForAllKeys: a lock whose entry is read from a
+// companion key (a fenced lock's token) is shown only when one selector
+// grants reading both, as Redis asks of a command naming both keys (MGET
+// fence redisson_lock_token:{fence} is NOPERM for this user); two
+// selectors each granting one showed it.
+func TestLocksACLOneSelectorForAllKeys(t *testing.T) {
+	f := New(Options{})
+	defer f.Close()
+	t0 := kvT0
+	for name, rules := range map[string][]string{
+		"split": {"on", "nopass", "~fence", "+deadbolt|locks", "(~redisson_lock_token:* +deadbolt|locks)"},
+		"both":  {"on", "nopass", "~fence", "~redisson_lock_token:*", "+deadbolt|locks"},
+	} {
+		if r := f.Apply(t0, ACLSetUserCommand([]byte(name), toArgs(rules))); r.Reply.IsError() {
+			t.Fatalf("setuser %s: %s", name, r.Reply.Str)
+		}
+	}
+	for _, s := range [][]string{
+		evalArgs(benchLock, []string{"fence"}, "30000", "u3:2"),
+		{"INCR", "redisson_lock_token:{fence}"},
+	} {
+		if r := f.Apply(t0, Command{Args: kvArgs(s...)}); r.Reply.IsError() {
+			t.Fatalf("%q: %s", s, r.Reply.Str)
+		}
+	}
+	shown := func(user string) int {
+		r := f.Read(t0+1000, Command{Args: kvArgs(LocksCommand), User: user}).Reply
+		if r.IsError() {
+			t.Fatalf("%s: %s", user, r.Str)
+		}
+		return len(r.Elems)
+	}
+	if n := shown("both"); n != 1 {
+		t.Fatalf("a user reading the lock and its token sees %d locks, want 1", n)
+	}
+	if n := shown("split"); n != 0 {
+		t.Fatalf("a user whose two selectors each read one of the lock's keys sees %d locks, want 0", n)
+	}
+}

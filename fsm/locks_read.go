@@ -89,11 +89,12 @@ func cmdLocks(c *Ctx, args [][]byte) resp.Reply {
 	}
 	for db, ks := range c.f.dbs {
 		// Only keys that can be locks are sorted: lock-shaped strings and
-		// hashes.
+		// hashes. Whether the user may read them is asked once a key is
+		// known to be a lock, with its companion keys (describeLock).
 		var names []string
 		for k, v := range ks.keys.all() {
 			if v.lock != shapeNone || v.Kind == KindHash {
-				if (pattern == nil || stringMatch(pattern, []byte(k), false)) && (readable == nil || readable([]byte(k))) {
+				if pattern == nil || stringMatch(pattern, []byte(k), false) {
 					names = append(names, k)
 				}
 			}
@@ -122,7 +123,7 @@ func cmdLocks(c *Ctx, args [][]byte) resp.Reply {
 // (acl.User.KeyReader): lock tokens and owner ids are what a client
 // releases a lock with. nil: every key (no user, or one who may read
 // them all). ok is false when the user is gone (it sees nothing).
-func (c *Ctx) lockReader(args [][]byte) (readable func([]byte) bool, ok bool) {
+func (c *Ctx) lockReader(args [][]byte) (readable func(keys ...[]byte) bool, ok bool) {
 	if c.user == "" {
 		return nil, true
 	}
@@ -151,20 +152,20 @@ func (c *Ctx) live(ks *keyspace, key string, k Kind) *Value {
 	return v
 }
 
-// companion returns a lock's companion key as live does, and hides the
-// entry when the key is there but the user may not read it.
+// companion returns a lock's companion key as live does, and notes it
+// among the keys the user must be able to read to see the entry.
 func (c *Ctx) companion(ks *keyspace, e *lockEntry, key string, k Kind) *Value {
 	v := c.live(ks, key, k)
-	if v != nil && e.readable != nil && !e.readable([]byte(key)) {
-		e.hidden = true
+	if v != nil && e.readable != nil {
+		e.read = append(e.read, []byte(key))
 	}
 	return v
 }
 
 // lockEntry collects one lock's fields.
 type lockEntry struct {
-	readable   func([]byte) bool // the keys the user may see (lockReader); nil: all
-	hidden     bool              // a companion key the user may not read was read
+	readable   func(keys ...[]byte) bool // the keys the user may see (lockReader); nil: all
+	read       [][]byte                  // the companion keys read, when readable is set
 	name, kind string
 	db         int
 	holders    []resp.Reply
@@ -195,7 +196,7 @@ func holder(id []byte, count int64) resp.Reply {
 
 // describeLock recognises the lock layout of key name, if it has one, and
 // returns its entry and kind.
-func (c *Ctx) describeLock(ks *keyspace, db int, name string, v *Value, readable func([]byte) bool) (resp.Reply, string, bool) {
+func (c *Ctx) describeLock(ks *keyspace, db int, name string, v *Value, readable func(keys ...[]byte) bool) (resp.Reply, string, bool) {
 	e := lockEntry{readable: readable, name: name, db: db, since: -1, lease: -1}
 	if v.Deadline != 0 {
 		e.lease = max(v.Deadline-c.now, 0)
@@ -212,8 +213,8 @@ func (c *Ctx) describeLock(ks *keyspace, db int, name string, v *Value, readable
 	default:
 		return resp.Reply{}, "", false
 	}
-	if e.hidden {
-		return resp.Reply{}, "", false
+	if readable != nil && !readable(append(e.read, []byte(name))...) {
+		return resp.Reply{}, "", false // as if the lock were not there
 	}
 	return e.reply(), e.kind, true
 }

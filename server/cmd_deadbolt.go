@@ -62,7 +62,7 @@ const askTimeout = 500 * time.Millisecond
 // read during an upgrade) shows a user no other lock either.
 func deadboltLocks(c *conn, opts [][]byte) resp.Reply {
 	user := c.scriptUser()
-	var readable func([]byte) bool
+	var readable func(keys ...[]byte) bool
 	if user != "" {
 		argv := append([][]byte{[]byte("deadbolt"), []byte("locks")}, opts...)
 		if readable = c.user.KeyReader(acl.LookupArgs(argv), argv); readable == nil {
@@ -81,7 +81,7 @@ func (s *Server) Locks(ctx context.Context, opts [][]byte) resp.Reply {
 
 // locks reads the locks user (an ACL user's name, "" for every lock) may
 // see; readable, if not nil, tests each lock's name again.
-func (s *Server) locks(ctx context.Context, db int, user string, readable func([]byte) bool, opts [][]byte) resp.Reply {
+func (s *Server) locks(ctx context.Context, db int, user string, readable func(keys ...[]byte) bool, opts [][]byte) resp.Reply {
 	cmd := fsm.Command{DB: db, Args: append([][]byte{[]byte(fsm.LocksCommand)}, opts...), User: user}
 	res, err := s.backend.Read(ctx, cmd)
 	if err != nil {
