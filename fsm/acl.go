@@ -158,6 +158,25 @@ func (c *Ctx) scriptACL(args [][]byte) (resp.Reply, bool) {
 	return resp.Err("ERR The user executing the script " + d.Message()), false
 }
 
+// CheckCommand answers redis.acl_check_cmd (luaexec.CommandChecker) as
+// Redis 7.0 does: a command it does not know, or a container command with
+// a subcommand it does not know, is invalid; otherwise whether the
+// script's user may run it with these arguments. Nothing is logged (Redis
+// adds no ACL LOG entry for it). The user table is replicated state, so
+// every node answers the same.
+func (s *scriptCaller) CheckCommand(args [][]byte) (known, allowed bool) {
+	cmd := acl.LookupArgs(args)
+	if cmd == nil || len(cmd.Subs) > 0 && len(args) >= 2 {
+		return false, false
+	}
+	c := (*Ctx)(s)
+	if c.user == "" {
+		return true, true
+	}
+	u := c.f.users.Get(c.user)
+	return true, u != nil && u.Check(cmd, args).Reason == acl.DeniedNone
+}
+
 // readsAnyKey reports whether the command's user may read every key with
 // it (SORT's BY and GET patterns name keys no key spec shows).
 func (c *Ctx) readsAnyKey(args [][]byte) bool {
