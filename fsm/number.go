@@ -23,6 +23,11 @@ import (
 //	formatScore       addReplyDouble in RESP2 (%.17g): ZSCORE, WITHSCORES, ZINCRBY
 //	formatD2String    d2string: integers plainly, otherwise %.17g
 
+// ParseInteger is parseInt64, for the commands outside the state machine
+// (SELECT, HELLO, WAIT, CLIENT, SLOWLOG, ...): Redis reads their integers
+// with string2ll too, so "+5", "05" and " 5" are not integers there.
+func ParseInteger(b []byte) (int64, bool) { return parseInt64(b) }
+
 // parseInt64 parses b as Redis's string2ll does: an optional '-', then
 // decimal digits without a leading zero ("0" itself excepted), nothing
 // else (no '+', no spaces, no "-0"), fewer than 21 bytes, within int64.

@@ -399,7 +399,7 @@ func saveACLFile(name, text string) error {
 func aclGenPass(c *conn, args [][]byte) {
 	bits := int64(256)
 	if len(args) == 3 {
-		v, err := strconv.ParseInt(string(args[2]), 10, 64)
+		v, err := parseInt(args[2])
 		if err != nil {
 			c.reply(resp.Err(msgNotInt))
 			return

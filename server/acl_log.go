@@ -76,7 +76,7 @@ func aclLogCmd(c *conn, args [][]byte) {
 			c.reply(resp.OK)
 			return
 		}
-		v, err := strconv.ParseInt(string(args[2]), 10, 64)
+		v, err := parseInt(args[2])
 		if err != nil {
 			c.reply(resp.Err(msgNotInt))
 			return

@@ -124,7 +124,7 @@ func (s *Server) pubsubOutputLimit() int {
 // ---- WAIT, WAITAOF, ROLE ----
 
 func cmdWait(c *conn, args [][]byte) {
-	n, err := strconv.ParseInt(string(args[1]), 10, 64)
+	n, err := parseInt(args[1])
 	if err != nil {
 		c.reply(resp.Err(msgNotInt))
 		return
@@ -159,7 +159,7 @@ func cmdWait(c *conn, args [][]byte) {
 
 // cmdWaitAOF is WAITAOF numlocal numreplicas timeout, as Redis 7.2 has it.
 func cmdWaitAOF(c *conn, args [][]byte) {
-	local, err := strconv.ParseInt(string(args[1]), 10, 64)
+	local, err := parseInt(args[1])
 	if err != nil {
 		c.reply(resp.Err(msgNotInt))
 		return
@@ -168,7 +168,7 @@ func cmdWaitAOF(c *conn, args [][]byte) {
 		c.reply(resp.Err("ERR value is out of range, value must between 0 and 1"))
 		return
 	}
-	replicas, err := strconv.ParseInt(string(args[2]), 10, 64)
+	replicas, err := parseInt(args[2])
 	if err != nil {
 		c.reply(resp.Err(msgNotInt))
 		return

@@ -218,7 +218,7 @@ func cmdClient(c *conn, args [][]byte) {
 				return
 			}
 		}
-		if _, err := strconv.ParseInt(string(args[2]), 10, 64); err != nil {
+		if _, err := parseInt(args[2]); err != nil {
 			c.reply(resp.Err(msgNotInt))
 			return
 		}
@@ -381,7 +381,7 @@ func clientList(c *conn, args [][]byte) {
 			byID[o.id] = o
 		}
 		for _, a := range args[3:] {
-			id, err := strconv.ParseInt(string(a), 10, 64)
+			id, err := parseInt(a)
 			if err != nil {
 				c.reply(resp.Err("ERR Invalid client ID"))
 				return
@@ -542,7 +542,7 @@ func clientKill(c *conn, args [][]byte) {
 		val := args[i+1]
 		switch strings.ToLower(string(args[i])) {
 		case "id":
-			n, err := strconv.ParseInt(string(val), 10, 64)
+			n, err := parseInt(val)
 			if err != nil || n <= 0 {
 				c.reply(resp.Err("ERR client-id should be greater than 0"))
 				return
@@ -610,7 +610,7 @@ func (c *conn) kill(o *conn) {
 // parseTimeout reads a millisecond timeout as Redis's
 // getTimeoutFromObjectOrReply does, answering the error itself.
 func parseTimeout(c *conn, b []byte) (time.Duration, bool) {
-	n, err := strconv.ParseInt(string(b), 10, 64)
+	n, err := parseInt(b)
 	if err != nil {
 		c.reply(resp.Err("ERR timeout is not an integer or out of range"))
 		return 0, false

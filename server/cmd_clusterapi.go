@@ -194,7 +194,7 @@ func cmdCluster(c *conn, args [][]byte) {
 	case "keyslot":
 		c.reply(resp.IntReply(int64(KeySlot(args[2]))))
 	case "countkeysinslot":
-		slot, err := strconv.ParseInt(string(args[2]), 10, 64)
+		slot, err := parseInt(args[2])
 		if err != nil {
 			c.reply(resp.Err(msgNotInteger))
 			return
@@ -210,8 +210,8 @@ func cmdCluster(c *conn, args [][]byte) {
 		}
 		c.reply(resp.IntReply(int64(len(keys))))
 	case "getkeysinslot":
-		count, err1 := strconv.ParseInt(string(args[3]), 10, 64)
-		slot, err2 := strconv.ParseInt(string(args[2]), 10, 64)
+		count, err1 := parseInt(args[3])
+		slot, err2 := parseInt(args[2])
 		if err1 != nil || err2 != nil {
 			c.reply(resp.Err(msgNotInteger))
 			return

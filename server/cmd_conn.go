@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"strconv"
 	"strings"
 
 	"github.com/deadbolt/deadbolt/fsm"
@@ -92,7 +91,7 @@ func cmdAuth(c *conn, args [][]byte) {
 func cmdHello(c *conn, args [][]byte) {
 	i, proto := 1, c.protocol()
 	if len(args) >= 2 {
-		ver, err := strconv.ParseInt(string(args[1]), 10, 64)
+		ver, err := parseInt(args[1])
 		if err != nil {
 			c.reply(resp.Err("ERR Protocol version is not an integer or out of range"))
 			return
@@ -177,7 +176,7 @@ func (s *Server) role() string {
 }
 
 func cmdSelect(c *conn, args [][]byte) {
-	db, err := strconv.ParseInt(string(args[1]), 10, 64)
+	db, err := parseInt(args[1])
 	if err != nil {
 		c.reply(resp.Err("ERR value is not an integer or out of range"))
 		return

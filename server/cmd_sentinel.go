@@ -229,8 +229,8 @@ func cmdSentinel(c *conn, args [][]byte) {
 		}
 		c.reply(resp.StatusReply("OK " + strconv.Itoa(max(t.voters, 1)) + " usable Sentinels. Quorum and failover authorization can be reached"))
 	case "is-master-down-by-addr":
-		_, err1 := strconv.ParseInt(string(args[3]), 10, 64)
-		_, err2 := strconv.ParseInt(string(args[4]), 10, 64)
+		_, err1 := parseInt(args[3])
+		_, err2 := parseInt(args[4])
 		if err1 != nil || err2 != nil {
 			c.reply(resp.Err(msgNotInteger))
 			return

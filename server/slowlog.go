@@ -159,7 +159,7 @@ func cmdSlowlog(c *conn, args [][]byte) {
 		}
 		count := int64(10)
 		if len(args) == 3 {
-			n, err := strconv.ParseInt(string(args[2]), 10, 64)
+			n, err := parseInt(args[2])
 			if err != nil || n < -1 {
 				c.reply(resp.Err("ERR count should be greater than or equal to -1"))
 				return
