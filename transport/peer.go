@@ -45,8 +45,13 @@ const (
 // MinSecretLen is the shortest secret SecretAuth accepts.
 const MinSecretLen = 16
 
+// secretRefused is what a dialer sends instead of its proof when the
+// acceptor's proof was wrong, before it closes: the acceptor can tell a
+// member of another secret from one that is stopping.
+const secretRefused = 0
+
 // ErrAuth is wrapped by every failed handshake that counts as a failure: not by
-// a dial that the node dialed closed before answering (it may be stopping).
+// one the other side closed without a word (it may be stopping).
 var ErrAuth = errors.New("transport: peer failed authentication")
 
 // ErrClosedUnheard is what Server returns for a peer that closed the
@@ -135,11 +140,18 @@ func (a *SecretAuth) Server(c net.Conn) (net.Conn, error) {
 		return nil, a.fail(c, fmt.Errorf("writing the challenge: %w", err))
 	}
 	got := make([]byte, macLen)
-	if _, err := io.ReadFull(c, got); err != nil {
-		if errors.Is(err, io.EOF) {
-			// The dialer checks this node's proof first and hangs up
-			// if it is wrong.
-			return nil, a.fail(c, fmt.Errorf("it closed the connection instead of sending its proof: it holds another secret (this node's proof was wrong to it), or it stopped: %w", err))
+	if n, err := io.ReadFull(c, got); err != nil {
+		switch {
+		case n == 1 && got[0] == secretRefused && errors.Is(err, io.ErrUnexpectedEOF):
+			// The dialer checks this node's proof first, and says so
+			// before it hangs up if it is wrong.
+			return nil, a.fail(c, errors.New("it refused this node's proof: it holds another secret"))
+		case n == 0 && errors.Is(err, io.EOF):
+			// A close without a word: a dialer that is stopping (a
+			// rolling restart), or one of a build from before the
+			// refusal byte that holds another secret; that one counts
+			// its own failure.
+			return nil, fmt.Errorf("transport: the dialer closed the connection before sending its proof (it may be stopping): %w", err)
 		}
 		return nil, a.fail(c, fmt.Errorf("reading its proof: %w", err))
 	}
@@ -166,6 +178,7 @@ func (a *SecretAuth) Client(c net.Conn) (net.Conn, error) {
 	}
 	nb := in[:nonceLen]
 	if !hmac.Equal(in[nonceLen:], a.mac("acceptor", na, nb)) {
+		c.Write([]byte{secretRefused}) // tells the acceptor why the connection ends; best effort
 		return nil, a.fail(c, errors.New("wrong proof from the node dialed: it holds another secret"))
 	}
 	if _, err := c.Write(a.mac("dialer", na, nb)); err != nil {

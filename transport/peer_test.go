@@ -125,3 +125,26 @@ func TestSecretFile(t *testing.T) {
 		t.Fatal("NewSecretAuth took a short secret")
 	}
 }
+
+// A dialer that hangs up after the challenge without a word (a member
+// stopping during a rolling restart) is not counted, nor reported, as one
+// holding another secret; one that refuses the proof is (above).
+func TestSecretAuthDialerStoppedIsNoFailure(t *testing.T) {
+	s := newAuth(t, "the members' secret")
+	var told []error
+	s.OnFailure = func(_ string, err error) { told = append(told, err) }
+	a, b := net.Pipe()
+	go func() {
+		b.Write(append([]byte(handshakeMagic), make([]byte, nonceLen)...))
+		io.ReadFull(b, make([]byte, nonceLen+macLen))
+		b.Close()
+	}()
+	_, err := s.Server(a)
+	a.Close()
+	if err == nil || errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), "may be stopping") {
+		t.Fatalf("acceptor: %v; want no authentication failure, and a stopping dialer named", err)
+	}
+	if s.Failures() != 0 || len(told) != 0 {
+		t.Fatalf("a closed connection counted as %d failures, reported %v", s.Failures(), told)
+	}
+}
