@@ -44,6 +44,7 @@ type demuxStream struct {
 	member  func(net.Conn)     // members' commands
 	readIdx func(net.Conn)     // followers' read-index requests; nil: refused
 	hello   *clusterHello      // the cluster id's handshake (clusterid.go); nil: none
+	dials   *dialRecord        // how each address's last dial ended (noquorum.go); nil: not kept
 	conns   chan net.Conn
 	closed  chan struct{}
 	once    sync.Once
@@ -137,6 +138,14 @@ func (d *demuxStream) classify(c net.Conn) {
 // Dial connects to a peer, authenticates it (and this node to it), and
 // checks that it is in this node's cluster (clusterid.go).
 func (d *demuxStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	c, err := d.dial(addr, timeout)
+	if d.dials != nil {
+		d.dials.note(string(addr), err)
+	}
+	return c, err
+}
+
+func (d *demuxStream) dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	c, err := d.dialAuth(addr, timeout)
 	if err != nil || d.hello == nil {
 		return c, err
@@ -225,6 +234,8 @@ func (n *Node) demux(inner raft.StreamLayer) raft.StreamLayer {
 	d := newDemuxStream(inner, n.cfg.PeerAuth, n.serveConfirm, n.serveMember)
 	d.hello = &clusterHello{own: n.ClusterID, preserve: n.cfg.PreserveDowngrade, dir: n.cfg.DataDir, logf: n.cfg.Logger.Error, infof: n.cfg.Logger.Info}
 	n.hello = d.hello
+	d.dials = &dialRecord{}
+	n.dials = d.dials
 	n.confirm = newConfirmer(n, d.Dial)
 	if n.cfg.ReadMode == ReadModeLease {
 		n.confirm.lease = newLeaseState(n)

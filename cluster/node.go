@@ -183,6 +183,7 @@ type Node struct {
 	clusterID   atomic.Pointer[string] // the cluster's id, nil while unknown (clusterid.go)
 	cidMu       sync.Mutex             // adoptClusterID
 	hello       *clusterHello          // the members' handshake (clusterid.go)
+	dials       *dialRecord            // how this node's last dial of each raft address ended (noquorum.go)
 	cidErr      atomic.Pointer[error]  // the log's cluster id is not the data directory's (refuseClusterID)
 	cidStop     atomic.Bool            // refuseClusterID's stop was claimed
 	built       atomic.Bool            // NewNode is about to return
@@ -440,7 +441,8 @@ func NewNode(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.wg.Add(5)
+	n.wg.Add(6)
+	go n.watchQuorum()
 	go n.watchLeadership()
 	go n.leaderDuties()
 	go n.membershipLoop()
