@@ -36,6 +36,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	out := fs.String("out", "", "write the backup to this `file` (required); it is replaced only once the whole backup is on disk")
 	user := fs.String("user", "", "ACL `user` to AUTH as (default: the default user)")
 	pass := fs.String("pass", "", "`password` to AUTH with (default: $DEADBOLT_PASSWORD, then $REDISCLI_AUTH)")
+	fs.StringVar(pass, "password", "", "the same as --pass")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
 	useTLS := fs.Bool("tls", false, "connect with TLS")
 	caFile := fs.String("cacert", "", "TLS: CA certificates (PEM `file`) that sign the server's certificate (default: the system's)")
@@ -53,10 +54,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	password := *pass
 	if password == "" {
-		password = os.Getenv("DEADBOLT_PASSWORD")
-	}
-	if password == "" {
-		password = os.Getenv("REDISCLI_AUTH")
+		password = passwordFromEnv()
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -183,4 +181,14 @@ func clientTLS(addr, sni, caFile, certFile, keyFile string) (*tls.Config, error)
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	return cfg, nil
+}
+
+// passwordFromEnv is the password of the client subcommands (backup,
+// locks) when no flag gives one: $DEADBOLT_PASSWORD, then redis-cli's
+// $REDISCLI_AUTH.
+func passwordFromEnv() string {
+	if p := os.Getenv("DEADBOLT_PASSWORD"); p != "" {
+		return p
+	}
+	return os.Getenv("REDISCLI_AUTH")
 }

@@ -23,13 +23,14 @@ func runLocks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	var (
 		addr    = fs.String("addr", "127.0.0.1:6379", "a node's RESP `host:port` (any node: followers forward the read)")
-		user    = fs.String("user", "", "AUTH as this ACL `user` (with --password); it sees only the locks whose keys it may read")
-		pass    = fs.String("password", "", "AUTH with this `password` (--requirepass of the node, or --user's)")
+		user    = fs.String("user", "", "AUTH as this ACL `user` (with --pass); it sees only the locks whose keys it may read")
+		pass    = fs.String("pass", "", "AUTH with this `password` (--requirepass of the node, or --user's; default: $DEADBOLT_PASSWORD, then $REDISCLI_AUTH)")
 		match   = fs.String("match", "", "only lock names matching this glob `pattern`")
 		kind    = fs.String("kind", "", "only this `kind`: reentrant, fair, fenced, rwlock, semaphore, permit-semaphore, latch, string")
 		count   = fs.Int("count", 0, "list at most this many locks (0: the server's default, 100)")
 		timeout = fs.Duration("timeout", 5*time.Second, "give up after this long")
 	)
+	fs.StringVar(pass, "password", "", "the same as --pass")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: deadbolt locks [flags]\n\nLists the locks a deadbolt node holds (DEADBOLT LOCKS): who holds each, since when, its lease and who waits.\n\nFlags:")
 		fs.PrintDefaults()
@@ -39,6 +40,9 @@ func runLocks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *pass == "" {
+		*pass = passwordFromEnv()
 	}
 	cmd := []string{"DEADBOLT", "LOCKS"}
 	if *match != "" {

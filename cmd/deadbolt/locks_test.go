@@ -96,6 +96,17 @@ func TestRunLocks(t *testing.T) {
 	if err := run(ctx, []string{"locks", "--addr", addr, "--user", "locker", "--password", "nope"}, &out, &errb); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
 		t.Errorf("locks --user with a wrong password: %v", err)
 	}
+	// --pass, as deadbolt backup and redis-cli spell it, and the
+	// password from the environment, as deadbolt backup reads it.
+	out.Reset()
+	if err := run(ctx, []string{"locks", "--addr", addr, "--user", "locker", "--pass", "pw"}, &out, &errb); err != nil || !strings.Contains(out.String(), "tok-1") {
+		t.Errorf("locks --user --pass: %v\n%s", err, out.String())
+	}
+	t.Setenv("DEADBOLT_PASSWORD", "pw")
+	out.Reset()
+	if err := run(ctx, []string{"locks", "--addr", addr, "--user", "locker"}, &out, &errb); err != nil || !strings.Contains(out.String(), "tok-1") {
+		t.Errorf("locks --user with $DEADBOLT_PASSWORD: %v\n%s", err, out.String())
+	}
 }
 
 // "deadbolt locks" given a node's TLS port (it speaks plain TCP) says
