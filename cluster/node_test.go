@@ -97,7 +97,13 @@ func (c *testCluster) leader(not int) int {
 // state machines are byte for byte the same.
 func (c *testCluster) converged() {
 	c.tb.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	// A node cut off for a while (an old leader, say) may wait long for
+	// its entries once healed: hashicorp/raft backs off its replication to
+	// a peer by 10 ms doubling with each failed or refused AppendEntries,
+	// up to 10.24 s a try, and a healed old leader's log must first be cut
+	// back to the new leader's, a refusal or more. CI saw one 57 entries
+	// behind after 15 s, under the whole suite's load.
+	deadline := time.Now().Add(45 * time.Second)
 	for {
 		var (
 			snaps   [][]byte
